@@ -1,0 +1,145 @@
+package storage
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// cluster builds one batch per node: pods x containers samples per node, like a kubelet's response.
+func cluster(nodes, pods, containers int) []Batch {
+	out := make([]Batch, nodes)
+	for n := range out {
+		name := fmt.Sprintf("node-%d", n)
+		b := Batch{Key: name, CPU: CPUCumulative, Nodes: []NodeSample{{Node: name, Sample: Sample{CPU: 1, Memory: 1 << 30}}}}
+		for p := 0; p < pods; p++ {
+			for c := 0; c < containers; c++ {
+				b.Containers = append(b.Containers, ContainerSample{
+					Namespace: fmt.Sprintf("ns-%d", p%10), Pod: fmt.Sprintf("pod-%d-%d", n, p), Container: fmt.Sprintf("c%d", c),
+					Sample: Sample{StartTime: t0.Add(-time.Hour), CPU: 1, Memory: 1 << 20}})
+			}
+		}
+		out[n] = b
+	}
+	return out
+}
+
+// advance moves every sample of the batches one resolution on, as the next scrape would see them.
+func advance(batches []Batch, at time.Time) {
+	for i := range batches {
+		b := &batches[i]
+		for j := range b.Nodes {
+			b.Nodes[j].Timestamp = at
+			b.Nodes[j].CPU += 0.5
+		}
+		for j := range b.Containers {
+			b.Containers[j].Timestamp = at
+			b.Containers[j].CPU += 0.01
+		}
+	}
+}
+
+func TestConcurrentStoreAndRead(t *testing.T) {
+	batches := cluster(8, 10, 2)
+	c := &clock{now: t0}
+	var mu sync.Mutex
+	s := New(Options{Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return c.now }})
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	for r := 0; r < 4; r++ {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					s.Node("node-1")
+					s.Pod("ns-1", "pod-1-1")
+					s.Unavailable()
+				}
+			}
+		}()
+	}
+	for cycle := 1; cycle <= 20; cycle++ {
+		mu.Lock()
+		c.now = t0.Add(time.Duration(cycle) * 15 * time.Second)
+		mu.Unlock()
+		advance(batches, c.now)
+		var wg sync.WaitGroup
+		for i := range batches {
+			wg.Add(1)
+			go func(b *Batch) { defer wg.Done(); s.Store(b) }(&batches[i])
+		}
+		wg.Wait()
+		s.EndCycle(true, nil)
+	}
+	close(stop)
+	readers.Wait()
+	p, ok := s.Pod("ns-1", "pod-1-1")
+	if !ok || len(p.Containers) != 2 || p.Containers[0].CPU != 666_667 {
+		t.Fatalf("after concurrent cycles: %+v %v (want 2 containers at 0.01/15 s)", p, ok)
+	}
+}
+
+// BenchmarkStoreCycle stores one collection cycle of 1,000 nodes x 30 pods x 2 containers and publishes it.
+func BenchmarkStoreCycle(b *testing.B) {
+	batches := cluster(1000, 30, 2)
+	c := &clock{now: t0}
+	s := New(Options{Now: c.Now})
+	for i := 0; i < 3; i++ { // warm up: every series exists and its ring is allocated
+		c.now = c.now.Add(15 * time.Second)
+		advance(batches, c.now)
+		for j := range batches {
+			s.Store(&batches[j])
+		}
+		s.EndCycle(true, nil)
+	}
+	b.Run("store", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			c.now = c.now.Add(15 * time.Second)
+			advance(batches, c.now)
+			for j := range batches {
+				s.Store(&batches[j])
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/60000, "ns/sample")
+	})
+	b.Run("publish", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			s.EndCycle(true, nil)
+		}
+	})
+}
+
+// BenchmarkRead reads every pod and node of a 1,000 x 30 x 2 cluster, as a list of all pods does.
+func BenchmarkRead(b *testing.B) {
+	batches := cluster(1000, 30, 2)
+	c := &clock{now: t0}
+	s := New(Options{Now: c.Now})
+	for i := 0; i < 2; i++ {
+		c.now = c.now.Add(15 * time.Second)
+		advance(batches, c.now)
+		for j := range batches {
+			s.Store(&batches[j])
+		}
+		s.EndCycle(true, nil)
+	}
+	if _, ok := s.Pod("ns-0", "pod-0-0"); !ok {
+		b.Fatal("not servable")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for n := range batches {
+			s.Node(batches[n].Key)
+			for j := 0; j < len(batches[n].Containers); j += 2 {
+				cs := &batches[n].Containers[j]
+				s.Pod(cs.Namespace, cs.Pod)
+			}
+		}
+	}
+}

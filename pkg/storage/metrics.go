@@ -1,0 +1,49 @@
+package storage
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+var (
+	samplesRejected = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "metrics_ring",
+		Subsystem:      "storage",
+		Name:           "samples_rejected_total",
+		Help:           "Samples not served because a value was invalid (NaN, infinite, negative) or zero (a broken source).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"reason"})
+	seriesPruned = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "metrics_ring",
+		Subsystem:      "storage",
+		Name:           "series_pruned_total",
+		Help:           "Series dropped from storage because their object was deleted or they went stale.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"reason"})
+	seriesGauge = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace:      "metrics_ring",
+		Subsystem:      "storage",
+		Name:           "objects",
+		Help:           "Nodes and pods with samples in storage.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"kind"})
+	freshness = metrics.NewHistogram(&metrics.HistogramOpts{
+		Namespace:      "metrics_ring",
+		Subsystem:      "storage",
+		Name:           "freshness_seconds",
+		Help:           "Age of each node's newest sample when it became servable (source sample time to publication).",
+		Buckets:        []float64{0.25, 0.5, 1, 2, 5, 10, 15, 30, 60, 120},
+		StabilityLevel: metrics.ALPHA,
+	})
+
+	registerOnce sync.Once
+)
+
+// registerMetrics adds storage's metrics to the component-base legacy registry served on /metrics.
+func registerMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(samplesRejected, seriesPruned, seriesGauge, freshness)
+	})
+}

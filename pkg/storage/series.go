@@ -1,0 +1,138 @@
+package storage
+
+import (
+	"math"
+	"time"
+)
+
+// point is one stored sample. Times are Unix nanoseconds so a ring is one flat allocation with no pointers for the
+// garbage collector to scan.
+type point struct {
+	ts  int64
+	cpu float64 // core-seconds (cumulative) or cores (rate)
+	mem float64 // bytes
+}
+
+// series is the ring of one node's or container's samples. All fields are guarded by Storage.mu.
+type series struct {
+	points []point // fixed capacity History; points[head] is the newest
+	head   int32
+	n      int32
+
+	kind   CPUKind
+	window time.Duration // of CPURate samples
+	start  int64         // start time of the newest sample, Unix nanoseconds; 0 when unknown
+	seen   int64         // wall-clock time of the newest Store that reported this series (for staleness)
+	batch  uint64        // sequence number of the newest Store that reported this series
+	bad    bool          // the newest report was rejected: serve nothing rather than an older value
+}
+
+func newSeries(history int) *series {
+	return &series{points: make([]point, history), head: -1}
+}
+
+// reset forgets every sample, keeping the allocation.
+func (s *series) reset() {
+	s.head, s.n = -1, 0
+}
+
+func (s *series) push(p point) {
+	s.head++
+	if int(s.head) == len(s.points) {
+		s.head = 0
+	}
+	s.points[s.head] = p
+	if int(s.n) < len(s.points) {
+		s.n++
+	}
+}
+
+// newest returns the newest sample; callers check n > 0.
+func (s *series) newest() point { return s.points[s.head] }
+
+// at returns the i-th newest sample (0 is the newest).
+func (s *series) at(i int32) point {
+	j := s.head - i
+	if j < 0 {
+		j += int32(len(s.points))
+	}
+	return s.points[j]
+}
+
+// add appends a valid sample. prevBatch is the newest sample time of the previous batch with the same key (0 when
+// there was none): a container that started after it is new since that scrape, so its usage counts from zero at its
+// start time and it is servable after one sample.
+func (s *series) add(p point, start int64, kind CPUKind, window time.Duration, prevBatch int64) {
+	if s.n > 0 {
+		last := s.newest()
+		restarted := s.start != 0 && start > s.start
+		switch {
+		case p.ts == last.ts:
+			return // a repeat: the kubelet served the same stats again
+		case p.ts < last.ts && !restarted:
+			return // older than what we have: never let time run backwards within a series
+		case restarted, kind != s.kind, kind == CPUCumulative && p.cpu < last.cpu:
+			s.reset() // a restart, a counter reset or a change of source: start afresh
+		}
+	}
+	s.kind, s.window, s.start = kind, window, start
+	if s.n == 0 && kind == CPUCumulative && prevBatch != 0 && start > prevBatch && start < p.ts {
+		s.push(point{ts: start})
+	}
+	s.push(p)
+}
+
+// usage computes what is served for the series, per DESIGN.md section 2. ok is false when it is not servable.
+func (s *series) usage(window, resolution time.Duration) (u Usage, ts int64, w time.Duration, ok bool) {
+	if s.n == 0 || s.bad {
+		return Usage{}, 0, 0, false
+	}
+	last := s.newest()
+	u.Memory = uint64(last.mem)
+	if s.kind == CPURate {
+		u.CPU = nanocores(last.cpu)
+		return u, last.ts, s.window, true
+	}
+	// The oldest sample no older than the window plus half a resolution: kubelet stats times jitter, so a sample
+	// one resolution back may be a little more than one resolution old.
+	limit := last.ts - int64(window+resolution/2)
+	first := last
+	for i := int32(1); i < s.n; i++ {
+		p := s.at(i)
+		if p.ts < limit {
+			break
+		}
+		first = p
+	}
+	if first.ts == last.ts {
+		return Usage{}, 0, 0, false
+	}
+	dt := time.Duration(last.ts - first.ts)
+	u.CPU = nanocores((last.cpu - first.cpu) / dt.Seconds())
+	return u, last.ts, dt, true
+}
+
+func nanocores(cores float64) uint64 {
+	return uint64(math.Round(cores * 1e9))
+}
+
+// validate reports whether a sample cannot be served: invalid (NaN, infinite or negative) or zero. A rate of zero is an idle container; a
+// cumulative counter or a working set of exactly zero is a broken source (cgroup v2 misconfiguration).
+func validate(kind CPUKind, smp *Sample) (invalid, zero bool) {
+	for _, v := range [2]float64{smp.CPU, smp.Memory} {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			return true, false
+		}
+	}
+	if smp.Memory == 0 || (kind == CPUCumulative && smp.CPU == 0) {
+		return false, true
+	}
+	return false, false
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}

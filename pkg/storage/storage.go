@@ -1,0 +1,233 @@
+package storage
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of DESIGN.md section 2.
+const (
+	DefaultHistory    = 16
+	DefaultResolution = 15 * time.Second
+)
+
+// Options configure a Storage. Zero values take the defaults of DESIGN.md section 2.
+type Options struct {
+	// Source names the source in health and errors ("kubelet", "prometheus").
+	Source string
+	// History is the number of samples kept per series (default 16, at least 2).
+	History int
+	// Resolution is the collection interval (default 15s).
+	Resolution time.Duration
+	// Window is the CPU rate window (default one Resolution).
+	Window time.Duration
+	// StaleAfter is how old a series' newest collection may be and still be served (default 3 Resolutions).
+	StaleAfter time.Duration
+	// Liveness, when set, drops series of deleted nodes and pods at the end of every cycle.
+	Liveness Liveness
+	// Now is the clock (default time.Now); tests set it.
+	Now func() time.Time
+}
+
+func (o Options) withDefaults() Options {
+	if o.Source == "" {
+		o.Source = "kubelet"
+	}
+	if o.History < 2 {
+		o.History = DefaultHistory
+	}
+	if o.Resolution <= 0 {
+		o.Resolution = DefaultResolution
+	}
+	if o.Window <= 0 {
+		o.Window = o.Resolution
+	}
+	if o.StaleAfter <= 0 {
+		o.StaleAfter = 3 * o.Resolution
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+type podKey struct{ namespace, name string }
+
+// pod holds the series of one pod's containers; pods have a handful of containers, so a slice beats a map.
+type pod struct {
+	containers []container
+	batch      uint64 // sequence number of the newest Store that reported the pod
+}
+
+// batchMark remembers a batch key's previous Store: its newest sample time, for fresh containers, and when it
+// happened, for pruning.
+type batchMark struct{ ts, seen int64 }
+
+type container struct {
+	name string
+	*series
+}
+
+// Storage keeps recent samples of every series and serves NodePoint and PodPoint values.
+type Storage struct {
+	opts Options
+
+	mu        sync.Mutex // held by writers: Store and EndCycle
+	nodes     map[string]*series
+	pods      map[podKey]*pod
+	lastBatch map[string]batchMark // each batch key's previous Store
+	batches   uint64           // Store calls so far, the sequence number of series.batch
+	health    Health
+
+	view atomic.Pointer[view] // the servable snapshot, replaced at the end of each cycle
+}
+
+// New returns an empty Storage.
+func New(o Options) *Storage {
+	registerMetrics()
+	o = o.withDefaults()
+	s := &Storage{
+		opts:      o,
+		nodes:     map[string]*series{},
+		pods:      map[podKey]*pod{},
+		lastBatch: map[string]batchMark{},
+		health:    Health{Source: o.Source},
+	}
+	s.view.Store(&view{health: s.health})
+	return s
+}
+
+// Options returns the options in force, defaults applied.
+func (s *Storage) Options() Options { return s.opts }
+
+// Store appends one batch's samples to their series. It is safe to call from many goroutines during a cycle.
+func (s *Storage) Store(b *Batch) Rejection {
+	var rej Rejection
+	now := s.opts.Now().UnixNano()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.batches++
+	seq := s.batches
+	prev := s.lastBatch[b.Key].ts
+	newest := prev
+
+	for i := range b.Nodes {
+		smp := &b.Nodes[i]
+		sr := s.nodes[smp.Node]
+		if sr == nil {
+			sr = newSeries(s.opts.History)
+			s.nodes[smp.Node] = sr
+		}
+		if s.record(sr, b, &smp.Sample, seq, now, prev, &rej) {
+			rej.Example = describe(smp.Node, &smp.Sample)
+		}
+		newest = max(newest, unixNano(smp.Timestamp))
+	}
+	for i := range b.Containers {
+		smp := &b.Containers[i]
+		key := podKey{smp.Namespace, smp.Pod}
+		p := s.pods[key]
+		if p == nil {
+			p = &pod{}
+			s.pods[key] = p
+		}
+		p.batch = seq
+		sr := p.series(smp.Container, s.opts.History)
+		if s.record(sr, b, &smp.Sample, seq, now, prev, &rej) {
+			rej.Example = describe(smp.Namespace+"/"+smp.Pod+"/"+smp.Container, &smp.Sample)
+		}
+		newest = max(newest, unixNano(smp.Timestamp))
+	}
+	s.lastBatch[b.Key] = batchMark{ts: newest, seen: now}
+	if rej.Invalid > 0 {
+		samplesRejected.WithLabelValues("invalid").Add(float64(rej.Invalid))
+	}
+	if rej.Zero > 0 {
+		samplesRejected.WithLabelValues("zero").Add(float64(rej.Zero))
+	}
+	return rej
+}
+
+// record validates one sample and appends it to its series. It reports whether the sample is the batch's first
+// rejected one, so the caller names it (only then: building names per sample would allocate).
+func (s *Storage) record(sr *series, b *Batch, smp *Sample, seq uint64, now, prev int64, rej *Rejection) bool {
+	sr.batch, sr.seen = seq, now
+	invalid, zero := validate(b.CPU, smp)
+	sr.bad = invalid || zero
+	if !sr.bad {
+		sr.add(point{ts: unixNano(smp.Timestamp), cpu: smp.CPU, mem: smp.Memory}, unixNano(smp.StartTime), b.CPU, b.Window, prev)
+		return false
+	}
+	if invalid {
+		rej.Invalid++
+	} else {
+		rej.Zero++
+	}
+	return rej.Example == ""
+}
+
+// series returns the container's series, creating it when new.
+func (p *pod) series(name string, history int) *series {
+	for i := range p.containers {
+		if p.containers[i].name == name {
+			return p.containers[i].series
+		}
+	}
+	sr := newSeries(history)
+	p.containers = append(p.containers, container{name: name, series: sr})
+	return sr
+}
+
+// EndCycle finishes a collection cycle: it records its outcome, prunes deleted and stale series and publishes the
+// new servable view. success follows DESIGN.md section 3; err is the cycle's error, if any (kept even on success,
+// e.g. one node of many failed).
+func (s *Storage) EndCycle(success bool, err error) {
+	now := s.opts.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.health.Cycles++
+	s.health.LastCycle = now
+	s.health.LastError = err
+	if success {
+		s.health.LastSuccess = now
+	}
+	s.prune(now.UnixNano())
+	v := s.buildView()
+	s.view.Store(v)
+	seriesGauge.WithLabelValues("node").Set(float64(len(s.nodes)))
+	seriesGauge.WithLabelValues("pod").Set(float64(len(s.pods)))
+}
+
+// Node returns the servable metrics of a node.
+func (s *Storage) Node(name string) (NodePoint, bool) {
+	v := s.view.Load()
+	e, ok := v.nodes[name]
+	if !ok || s.stale(e.seen) {
+		return NodePoint{}, false
+	}
+	return e.NodePoint, true
+}
+
+// Pod returns the servable metrics of a pod. The returned Containers slice is shared: callers must not modify it.
+func (s *Storage) Pod(namespace, name string) (PodPoint, bool) {
+	v := s.view.Load()
+	e, ok := v.pods[podKey{namespace, name}]
+	if !ok || s.stale(e.seen) {
+		return PodPoint{}, false
+	}
+	return e.PodPoint, true
+}
+
+func (s *Storage) stale(seen int64) bool {
+	return s.opts.Now().UnixNano()-seen > int64(s.opts.StaleAfter)
+}
+
+// Health returns the collection health as of the newest finished cycle.
+func (s *Storage) Health() Health { return s.view.Load().health }
+
+// Ready reports whether the first collection cycle has finished, whatever its outcome.
+func (s *Storage) Ready() bool { return s.view.Load().health.Cycles > 0 }
+
+// Generation is the number of finished cycles; it changes when the servable view does.
+func (s *Storage) Generation() uint64 { return s.view.Load().health.Cycles }

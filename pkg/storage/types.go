@@ -1,0 +1,124 @@
+// Package storage owns metrics-ring's data model: a ring of recent samples per series (node or container), fed in
+// batches by a source (kubelet scraper or Prometheus adapter) and read by the API as NodePoint and PodPoint values.
+//
+// Writers (one collection cycle at a time) append to the rings under a mutex; at the end of each cycle the servable
+// view is rebuilt and published with one atomic pointer swap, so readers never wait on a collection.
+package storage
+
+import (
+	"time"
+)
+
+// CPUKind says how a batch's CPU values are to be read.
+type CPUKind uint8
+
+const (
+	// CPUCumulative values are counters in core-seconds (the kubelet's container_cpu_usage_seconds_total); the
+	// served usage is the rate between two samples of the ring.
+	CPUCumulative CPUKind = iota
+	// CPURate values are already an average in cores over Batch.Window (a PromQL rate()).
+	CPURate
+)
+
+// Sample is one observation of one series, as a source read it.
+type Sample struct {
+	// Timestamp is the source's own sample time (the kubelet's stats time, Prometheus' evaluation time).
+	Timestamp time.Time
+	// StartTime is when the container or node started; zero when unknown. A start time that moves forward is a
+	// restart and starts the series afresh.
+	StartTime time.Time
+	// CPU is core-seconds (CPUCumulative) or cores (CPURate).
+	CPU float64
+	// Memory is the working set in bytes.
+	Memory float64
+}
+
+// NodeSample is a Sample of a node.
+type NodeSample struct {
+	Node string
+	Sample
+}
+
+// ContainerSample is a Sample of a container.
+type ContainerSample struct {
+	Namespace, Pod, Container string
+	Sample
+}
+
+// Batch is what one source call produced: one node's kubelet response, or one cluster-wide Prometheus poll. The
+// slices are only read during Store, so a source may reuse one Batch between calls.
+type Batch struct {
+	// Key names what the batch covers (the node name for the kubelet, "" for a cluster-wide poll). A container first
+	// seen in a batch whose start time is after the previous batch of the same key counts from zero at its start.
+	Key string
+	// CPU says how to read the CPU values of every sample in the batch.
+	CPU CPUKind
+	// Window is the averaging window of CPURate values.
+	Window time.Duration
+	// Nodes and Containers are the samples. Containers of one pod must all come in the same batch.
+	Nodes      []NodeSample
+	Containers []ContainerSample
+}
+
+// Rejection counts the samples of a Store call that were not kept, by reason, so the source can report them with
+// its own context (which node, which query).
+type Rejection struct {
+	// Invalid counts samples with NaN, infinite or negative values.
+	Invalid int
+	// Zero counts cumulative CPU counters or working sets of exactly zero: a broken source (cgroup v2 misconfigured).
+	Zero int
+	// Example describes one rejected sample, for a log line.
+	Example string
+}
+
+// Total is the number of rejected samples.
+func (r Rejection) Total() int { return r.Invalid + r.Zero }
+
+// Usage is what is served for one node or container.
+type Usage struct {
+	// CPU is the average usage over the window, in nanocores.
+	CPU uint64
+	// Memory is the working set at the newest sample, in bytes.
+	Memory uint64
+}
+
+// NodePoint is the servable metrics of one node.
+type NodePoint struct {
+	Timestamp time.Time
+	Window    time.Duration
+	Usage
+}
+
+// ContainerPoint is the servable metrics of one container.
+type ContainerPoint struct {
+	Name string
+	Usage
+}
+
+// PodPoint is the servable metrics of one pod: every container that reported at the pod's newest sample.
+type PodPoint struct {
+	Timestamp  time.Time
+	Window     time.Duration
+	Containers []ContainerPoint // sorted by name
+}
+
+// Liveness tells storage which objects still exist, so series of deleted nodes and pods are dropped at the end of
+// the cycle that notices. cmd wires it to the informers' listers.
+type Liveness interface {
+	NodeExists(name string) bool
+	PodExists(namespace, name string) bool
+}
+
+// Health is the source's collection health, for /readyz and the 503 of DESIGN.md section 3.
+type Health struct {
+	// Source names the source ("kubelet", "prometheus").
+	Source string
+	// Cycles is the number of finished collection cycles (the generation).
+	Cycles uint64
+	// LastCycle is when the newest cycle finished; zero before the first.
+	LastCycle time.Time
+	// LastSuccess is when the newest successful cycle finished; zero before the first.
+	LastSuccess time.Time
+	// LastError is the newest cycle's error, nil after a clean cycle.
+	LastError error
+}

@@ -1,0 +1,152 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// view is an immutable snapshot of what is servable, published at the end of each cycle. Readers load it with one
+// atomic pointer read; staleness is checked at read time, because time passes between cycles.
+type view struct {
+	nodes  map[string]nodeEntry
+	pods   map[podKey]podEntry
+	health Health
+}
+
+type nodeEntry struct {
+	NodePoint
+	seen int64
+}
+
+type podEntry struct {
+	PodPoint
+	seen int64
+}
+
+// prune drops series of deleted objects, stale series and containers missing from their pod's newest report.
+// Called with s.mu held.
+func (s *Storage) prune(now int64) {
+	live, stale := s.opts.Liveness, int64(s.opts.StaleAfter)
+	for name, sr := range s.nodes {
+		switch {
+		case live != nil && !live.NodeExists(name):
+			seriesPruned.WithLabelValues("deleted").Inc()
+		case now-sr.seen > stale:
+			seriesPruned.WithLabelValues("stale").Inc()
+		default:
+			continue
+		}
+		delete(s.nodes, name)
+	}
+	for key, p := range s.pods {
+		switch {
+		case live != nil && !live.PodExists(key.namespace, key.name):
+			seriesPruned.WithLabelValues("deleted").Add(float64(len(p.containers)))
+		case now-p.newestSeen() > stale:
+			seriesPruned.WithLabelValues("stale").Add(float64(len(p.containers)))
+		default:
+			// A container missing from its pod's newest report is gone (an init container that completed, a
+			// container removed by a restart of the pod sandbox).
+			p.containers = slices.DeleteFunc(p.containers, func(c container) bool { return c.batch != p.batch })
+			continue
+		}
+		delete(s.pods, key)
+	}
+	for key, m := range s.lastBatch {
+		if now-m.seen > stale || (key != "" && live != nil && !live.NodeExists(key)) {
+			delete(s.lastBatch, key)
+		}
+	}
+}
+
+func (p *pod) newestSeen() int64 {
+	var seen int64
+	for _, c := range p.containers {
+		seen = max(seen, c.seen)
+	}
+	return seen
+}
+
+// buildView computes every servable point. Called with s.mu held. The containers of all pods share one slab, so a
+// cycle allocates a constant number of objects, not one per pod.
+func (s *Storage) buildView() *view {
+	now := s.opts.Now()
+	w, res := s.opts.Window, s.opts.Resolution
+	v := &view{
+		nodes:  make(map[string]nodeEntry, len(s.nodes)),
+		pods:   make(map[podKey]podEntry, len(s.pods)),
+		health: s.health,
+	}
+	for name, sr := range s.nodes {
+		u, ts, win, ok := sr.usage(w, res)
+		if !ok {
+			continue
+		}
+		v.nodes[name] = nodeEntry{NodePoint{time.Unix(0, ts), win, u}, sr.seen}
+		freshness.Observe(now.Sub(time.Unix(0, ts)).Seconds())
+	}
+	total := 0
+	for _, p := range s.pods {
+		total += len(p.containers)
+	}
+	slab := make([]ContainerPoint, 0, total)
+	for key, p := range s.pods {
+		from := len(slab)
+		var e podEntry
+		servable := len(p.containers) > 0
+		for _, c := range p.containers {
+			u, ts, win, ok := c.usage(w, res)
+			if !ok {
+				servable = false // every container must be servable, or the pod is not
+				break
+			}
+			slab = append(slab, ContainerPoint{Name: c.name, Usage: u})
+			if ts > unixNano(e.Timestamp) {
+				e.Timestamp, e.Window = time.Unix(0, ts), win
+			}
+			e.seen = max(e.seen, c.seen)
+		}
+		if !servable {
+			slab = slab[:from]
+			continue
+		}
+		e.Containers = slab[from:len(slab):len(slab)]
+		slices.SortFunc(e.Containers, func(a, b ContainerPoint) int { return strings.Compare(a.Name, b.Name) })
+		v.pods[key] = e
+	}
+	return v
+}
+
+// Unavailable returns the reason to answer 503 ServiceUnavailable, or nil: no cycle has succeeded within
+// StaleAfter (or none has finished yet). The error names the source and its last error.
+func (s *Storage) Unavailable() error {
+	h := s.Health()
+	now := s.opts.Now()
+	if !h.LastSuccess.IsZero() && now.Sub(h.LastSuccess) <= s.opts.StaleAfter {
+		return nil
+	}
+	last := h.LastError
+	if last == nil {
+		last = errors.New("no error reported")
+	}
+	switch {
+	case h.Cycles == 0:
+		return fmt.Errorf("metrics not available yet: the %s source has not finished its first collection", h.Source)
+	case h.LastSuccess.IsZero():
+		return fmt.Errorf("no successful collection from the %s source yet: %w", h.Source, last)
+	case now.Sub(h.LastCycle) > s.opts.StaleAfter:
+		return fmt.Errorf("the %s source's collection has stalled: last cycle finished %s ago", h.Source,
+			now.Sub(h.LastCycle).Round(time.Second))
+	default:
+		return fmt.Errorf("no successful collection from the %s source for %s: %w", h.Source,
+			now.Sub(h.LastSuccess).Round(time.Second), last)
+	}
+}
+
+// describe names one rejected sample for a log line.
+func describe(name string, smp *Sample) string {
+	return fmt.Sprintf("%s: cpu=%g memory=%g at %s", name, smp.CPU, smp.Memory, smp.Timestamp.UTC().Format(time.RFC3339))
+}
