@@ -1,0 +1,193 @@
+package adapter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+
+	"github.com/metrics-ring/metrics-ring/pkg/storage"
+)
+
+// Store is where the adapter writes: pkg/storage.Storage.
+type Store interface {
+	Store(*storage.Batch) storage.Rejection
+	EndCycle(success bool, err error)
+}
+
+// Options configure the Prometheus source.
+type Options struct {
+	ClientOptions
+	// ConfigFile is a prometheus-adapter config file (or its ConfigMap manifest); "" uses the defaults.
+	ConfigFile string
+	// Resolution is the poll interval.
+	Resolution time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Adapter polls Prometheus for every container's and node's CPU and memory and writes them to storage.
+type Adapter struct {
+	client     *client
+	queries    *queries
+	store      Store
+	resolution time.Duration
+	now        func() time.Time
+
+	// failing remembers which queries failed ("error") or warned ("warning") in the previous poll, and whether
+	// series were skipped, to log once per streak.
+	failing map[string]string
+}
+
+// New loads and checks the config and builds the HTTP client: every problem is reported here, at start-up.
+func New(o Options, store Store) (*Adapter, error) {
+	registerMetrics()
+	cfg, err := LoadConfig(o.ConfigFile)
+	if err != nil {
+		return nil, err
+	}
+	q, err := compile(cfg.ResourceRules)
+	if err != nil {
+		return nil, fmt.Errorf("Prometheus config: %w", err)
+	}
+	c, err := newClient(o.ClientOptions)
+	if err != nil {
+		return nil, err
+	}
+	if o.Resolution <= 0 {
+		return nil, fmt.Errorf("metric resolution %s: must be positive", o.Resolution)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	for _, q := range q.all() {
+		klog.V(1).InfoS("Prometheus query", "query", q.name, "promql", q.promql, "window", q.window)
+	}
+	return &Adapter{client: c, queries: q, store: store, resolution: o.Resolution, now: o.Now,
+		failing: map[string]string{}}, nil
+}
+
+// Run polls once at once, then every resolution, until ctx is done. Polls never overlap.
+func (a *Adapter) Run(ctx context.Context) {
+	wait.UntilWithContext(ctx, a.Poll, a.resolution)
+}
+
+// result is one query's outcome.
+type result struct {
+	vec      model.Vector
+	warnings []string
+	err      error
+}
+
+// Poll runs one collection cycle: the four queries at one evaluation time, their results into storage, and the
+// cycle's outcome. A cycle succeeds when every query returned data; a partial one still stores what it has.
+func (a *Adapter) Poll(ctx context.Context) {
+	start := a.now()
+	ts := evalTime(start)
+	qs := a.queries.all()
+	results := make([]result, len(qs))
+	var wg sync.WaitGroup
+	for i, q := range qs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.Now()
+			vec, warnings, err := a.client.query(ctx, q.promql, ts)
+			queryDuration.WithLabelValues(q.name).Observe(time.Since(t).Seconds())
+			if err == nil && len(vec) == 0 {
+				err = errors.New("query returned no data: check that Prometheus scrapes the kubelets and that the " +
+					"config's labels match the series")
+			}
+			results[i] = result{vec, warnings, err}
+		}()
+	}
+	wg.Wait()
+
+	var errs []error
+	for i, q := range qs {
+		r := &results[i]
+		a.account(q, r)
+		if r.err != nil {
+			errs = append(errs, fmt.Errorf("%s query: %w", q.name, r.err))
+		}
+	}
+	var sk skipped
+	qc := a.queries
+	nodes := mapNodes(results[2].vec, results[3].vec, &qc.nodeCPU, &qc.nodeMemory, &sk)
+	containers := mapContainers(results[0].vec, results[1].vec, &qc.containerCPU, &qc.containerMemory, &sk)
+	// Nodes and containers may average CPU over different windows, so they go in separate batches.
+	rej := a.store.Store(&storage.Batch{CPU: storage.CPURate, Window: qc.nodeCPU.window, Nodes: nodes})
+	r2 := a.store.Store(&storage.Batch{CPU: storage.CPURate, Window: qc.containerCPU.window, Containers: containers})
+	rej.Invalid, rej.Zero = rej.Invalid+r2.Invalid, rej.Zero+r2.Zero
+	if rej.Example == "" {
+		rej.Example = r2.Example
+	}
+	a.reportSkipped(sk, rej)
+	err := errors.Join(errs...)
+	a.store.EndCycle(err == nil, err)
+	pollDuration.Observe(a.now().Sub(start).Seconds())
+	klog.V(2).InfoS("Polled Prometheus", "nodes", len(nodes), "containers", len(containers), "duration", a.now().Sub(start), "err", err)
+}
+
+// account counts a query's outcome and logs a change of state: the first failure of a streak and its recovery.
+func (a *Adapter) account(q *query, r *result) {
+	outcome := "success"
+	switch {
+	case errors.Is(r.err, errTimeout):
+		outcome = "timeout"
+	case r.err != nil:
+		outcome = "error"
+	}
+	queriesTotal.WithLabelValues(q.name, outcome).Inc()
+	if len(r.warnings) > 0 {
+		queryWarnings.WithLabelValues(q.name).Add(float64(len(r.warnings)))
+	}
+	state := ""
+	switch {
+	case r.err != nil:
+		state = "error"
+	case len(r.warnings) > 0:
+		state = "warning"
+	}
+	prev, was := a.failing[q.name]
+	switch {
+	case state == "" && was:
+		delete(a.failing, q.name)
+		klog.InfoS("Prometheus query recovered", "query", q.name)
+	case state == "":
+	case prev != state:
+		a.failing[q.name] = state
+		if r.err != nil {
+			klog.ErrorS(r.err, "Prometheus query failed; will log again when it recovers", "query", q.name, "promql", q.promql)
+		} else {
+			klog.InfoS("Prometheus query returned warnings (partial data?)", "query", q.name, "warnings", r.warnings)
+		}
+	}
+}
+
+func (a *Adapter) reportSkipped(sk skipped, rej storage.Rejection) {
+	for reason, n := range map[string]int{"unmapped": sk.unmapped, "duplicate": sk.duplicate, "partial": sk.partial} {
+		if n > 0 {
+			seriesSkipped.WithLabelValues(reason).Add(float64(n))
+		}
+	}
+	state := ""
+	if sk != (skipped{}) || rej.Total() > 0 {
+		state = "skipped"
+	}
+	_, was := a.failing["series"]
+	switch {
+	case state != "" && !was:
+		a.failing["series"] = state
+		klog.InfoS("Some Prometheus series cannot be served; will log again when all can", "unmapped", sk.unmapped,
+			"duplicate", sk.duplicate, "partial", sk.partial, "invalid", rej.Invalid, "zero", rej.Zero, "example", rej.Example)
+	case state == "" && was:
+		delete(a.failing, "series")
+		klog.InfoS("Every Prometheus series can be served again")
+	}
+}

@@ -1,0 +1,240 @@
+package adapter
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/component-base/metrics/testutil"
+
+	"github.com/metrics-ring/metrics-ring/pkg/storage"
+)
+
+// series is one result series of the fake Prometheus.
+type series struct {
+	labels map[string]string
+	value  string
+}
+
+// fakeProm answers /api/v1/query by matching the query's metric name. Its fields change its behaviour.
+type fakeProm struct {
+	mu       sync.Mutex
+	results  map[string][]series // metric name -> result
+	status   int                 // non-200: answer an API error with this status
+	warnings []string
+	hang     chan struct{} // non-nil: block until closed or the request is cancelled
+	requests []*http.Request
+	forms    []map[string][]string
+}
+
+func (f *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_ = r.ParseForm()
+	f.mu.Lock()
+	f.requests = append(f.requests, r)
+	f.forms = append(f.forms, r.Form)
+	status, warnings, hang := f.status, f.warnings, f.hang
+	var result []series
+	for name, s := range f.results {
+		if strings.Contains(r.Form.Get("query"), name+"{") {
+			result = s
+		}
+	}
+	f.mu.Unlock()
+	if hang != nil {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+		return
+	}
+	if status != 0 {
+		w.WriteHeader(status)
+		fmt.Fprint(w, `{"status":"error","errorType":"execution","error":"query processing would load too many samples"}`)
+		return
+	}
+	ts := r.Form.Get("time")
+	out := []map[string]any{}
+	for _, s := range result {
+		out = append(out, map[string]any{"metric": s.labels, "value": []any{json.RawMessage(ts), s.value}})
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"status": "success", "warnings": warnings,
+		"data": map[string]any{"resultType": "vector", "result": out}})
+}
+
+func ctrSeries(ns, pod, container, v string) series {
+	return series{map[string]string{"namespace": ns, "pod": pod, "container": container}, v}
+}
+
+func nodeSeries(node, v string) series { return series{map[string]string{"node": node}, v} }
+
+func healthyResults() map[string][]series {
+	return map[string][]series{
+		"container_cpu_usage_seconds_total":  {ctrSeries("ns", "p", "app", "0.123456789"), ctrSeries("ns", "p", "sidecar", "0")},
+		"container_memory_working_set_bytes": {ctrSeries("ns", "p", "app", "1048576"), ctrSeries("ns", "p", "sidecar", "4096")},
+		"node_cpu_usage_seconds_total":       {nodeSeries("n1", "1.5")},
+		"node_memory_working_set_bytes":      {nodeSeries("n1", "3221225472")},
+	}
+}
+
+type harness struct {
+	prom    *fakeProm
+	server  *httptest.Server
+	store   *storage.Storage
+	adapter *Adapter
+	now     time.Time
+}
+
+func newHarness(t *testing.T, o Options) *harness {
+	t.Helper()
+	h := &harness{prom: &fakeProm{results: healthyResults()}, now: time.Now()}
+	h.server = httptest.NewServer(h.prom)
+	t.Cleanup(h.server.Close)
+	clock := func() time.Time { return h.now }
+	h.store = storage.New(storage.Options{Source: "prometheus", Resolution: 15 * time.Second, Now: clock})
+	o.URL, o.Resolution, o.Now = h.server.URL, 15*time.Second, clock
+	if o.Timeout == 0 {
+		o.Timeout = 2 * time.Second
+	}
+	a, err := New(o, h.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.adapter = a
+	return h
+}
+
+func (h *harness) poll(after time.Duration) {
+	h.now = h.now.Add(after)
+	h.adapter.Poll(context.Background())
+}
+
+func TestPollServesPrometheusNumbers(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.poll(0)
+	p, ok := h.store.Pod("ns", "p")
+	if !ok || len(p.Containers) != 2 {
+		t.Fatalf("pod not served after one poll: %+v %v (health %+v)", p, ok, h.store.Health())
+	}
+	if p.Containers[0].CPU != 123_456_789 || p.Containers[0].Memory != 1<<20 || p.Containers[1].CPU != 0 {
+		t.Errorf("containers = %+v: want nanocore precision, memory exact, an idle sidecar at 0", p.Containers)
+	}
+	if p.Window != time.Minute {
+		t.Errorf("window = %s, want the default query's range 1m", p.Window)
+	}
+	if n, ok := h.store.Node("n1"); !ok || n.CPU != 1_500_000_000 || n.Memory != 3<<30 {
+		t.Errorf("node = %+v %v", n, ok)
+	}
+	if err := h.store.Unavailable(); err != nil {
+		t.Errorf("unavailable after a good poll: %v", err)
+	}
+}
+
+func TestRequestOptions(t *testing.T) {
+	dir := t.TempDir()
+	token := filepath.Join(dir, "token")
+	if err := os.WriteFile(token, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, method := range []string{"GET", "POST"} {
+		t.Run(method, func(t *testing.T) {
+			h := newHarness(t, Options{ClientOptions: ClientOptions{Method: method, BearerTokenFile: token,
+				Headers: map[string]string{"X-Scope-OrgID": "team-a"}, Timeout: 7 * time.Second}})
+			h.poll(0)
+			if len(h.prom.requests) != 4 {
+				t.Fatalf("%d requests, want 4 (one per query)", len(h.prom.requests))
+			}
+			r, form := h.prom.requests[0], h.prom.forms[0]
+			if r.Method != method || r.Header.Get("Authorization") != "Bearer s3cret" || r.Header.Get("X-Scope-OrgID") != "team-a" {
+				t.Errorf("request %s auth=%q org=%q", r.Method, r.Header.Get("Authorization"), r.Header.Get("X-Scope-OrgID"))
+			}
+			if form["timeout"][0] != "7s" || form["time"][0] == "" {
+				t.Errorf("form = %v: want Prometheus' own timeout=7s and an evaluation time", form)
+			}
+		})
+	}
+}
+
+func TestFailuresAreNeverSilent(t *testing.T) {
+	cases := []struct {
+		name        string
+		break_      func(f *fakeProm)
+		wantErr     string
+		wantOutcome string // of the node cpu query in metrics_ring_prometheus_queries_total
+	}{
+		{"Prometheus answers an error", func(f *fakeProm) { f.status = 422 }, "too many samples", "error"},
+		{"Prometheus is down", nil, "connection refused", "error"},
+		{"a query returns nothing", func(f *fakeProm) { delete(f.results, "node_cpu_usage_seconds_total") }, "node cpu query: query returned no data", "error"},
+		{"Prometheus hangs", func(f *fakeProm) { f.hang = make(chan struct{}) }, "timed out", "timeout"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Options{ClientOptions: ClientOptions{Timeout: 200 * time.Millisecond}})
+			h.poll(0)
+			if _, ok := h.store.Pod("ns", "p"); !ok {
+				t.Fatal("healthy poll not served")
+			}
+			if tc.break_ != nil {
+				h.prom.mu.Lock()
+				tc.break_(h.prom)
+				h.prom.mu.Unlock()
+			} else {
+				h.server.Close()
+			}
+			counter := queriesTotal.WithLabelValues("node cpu", tc.wantOutcome)
+			before, _ := testutil.GetCounterMetricValue(counter)
+			h.poll(15 * time.Second)
+			if after, _ := testutil.GetCounterMetricValue(counter); after != before+1 {
+				t.Errorf("metrics_ring_prometheus_queries_total{query=node cpu,outcome=%s} went %v -> %v, want +1", tc.wantOutcome, before, after)
+			}
+			if err := h.store.Unavailable(); err != nil {
+				t.Fatalf("one failed poll within stale-after must keep serving: %v", err)
+			}
+			if _, ok := h.store.Pod("ns", "p"); !ok {
+				t.Error("last good data not served within stale-after")
+			}
+			for i := 0; i < 3; i++ {
+				h.poll(15 * time.Second)
+			}
+			err := h.store.Unavailable()
+			if err == nil || !strings.Contains(err.Error(), "prometheus") || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("after stale-after: unavailable = %v, want a reason naming prometheus and %q", err, tc.wantErr)
+			}
+			if h.prom.hang != nil {
+				close(h.prom.hang)
+			}
+		})
+	}
+}
+
+func TestWarningsNaNDuplicatesAndPartialVectors(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.prom.warnings = []string{"partial response: store gateway unavailable"}
+	h.prom.results["container_cpu_usage_seconds_total"] = []series{
+		ctrSeries("ns", "p", "app", "0.25"), ctrSeries("ns", "p", "app", "0.5"), // duplicate: max wins
+		ctrSeries("ns", "nan", "app", "NaN"),
+		ctrSeries("ns", "cpu-only", "app", "0.1"),
+		ctrSeries("", "no-namespace", "app", "0.1"),
+	}
+	h.prom.results["container_memory_working_set_bytes"] = []series{
+		ctrSeries("ns", "p", "app", "1048576"), ctrSeries("ns", "nan", "app", "4096")}
+	h.poll(0)
+	if p, ok := h.store.Pod("ns", "p"); !ok || p.Containers[0].CPU != 500_000_000 {
+		t.Errorf("duplicate series: got %+v %v, want the larger value 0.5 cores", p, ok)
+	}
+	for _, pod := range []string{"nan", "cpu-only", "no-namespace"} {
+		if p, ok := h.store.Pod("ns", pod); ok {
+			t.Errorf("pod %s served: %+v", pod, p)
+		}
+	}
+	if err := h.store.Unavailable(); err != nil {
+		t.Errorf("a poll with warnings still has data: %v", err)
+	}
+}

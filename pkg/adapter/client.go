@@ -1,0 +1,179 @@
+package adapter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	pconfig "github.com/prometheus/common/config"
+	"github.com/prometheus/common/model"
+)
+
+// maxResponseBytes caps a query response: a cluster-wide vector of 600,000 containers is about 150 MB of JSON.
+const maxResponseBytes = 512 << 20
+
+// ClientOptions say how to reach the Prometheus HTTP API.
+type ClientOptions struct {
+	// URL is the base URL, e.g. http://prometheus.monitoring.svc:9090 (or a Thanos/Mimir prefix).
+	URL string
+	// BearerTokenFile is read on every request, so a rotated service-account token is picked up.
+	BearerTokenFile string
+	// CAFile verifies the server; CertFile and KeyFile are a client certificate.
+	CAFile, CertFile, KeyFile string
+	InsecureSkipVerify        bool
+	// Headers are sent with every request (e.g. X-Scope-OrgID for Mimir).
+	Headers map[string]string
+	// Method is GET or POST (default GET). POST keeps long queries out of URLs and access logs.
+	Method string
+	// Timeout bounds each query, and is sent as Prometheus' own timeout parameter so it stops evaluating too.
+	Timeout time.Duration
+}
+
+// client runs instant queries against the Prometheus HTTP API.
+type client struct {
+	endpoint string
+	http     *http.Client
+	method   string
+	timeout  time.Duration
+}
+
+func newClient(o ClientOptions) (*client, error) {
+	u, err := url.Parse(o.URL)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return nil, fmt.Errorf("--prometheus-url %q: want an absolute http(s) URL", o.URL)
+	}
+	method := strings.ToUpper(o.Method)
+	if method == "" {
+		method = http.MethodGet
+	}
+	if method != http.MethodGet && method != http.MethodPost {
+		return nil, fmt.Errorf("--prometheus-verb %q: want GET or POST", o.Method)
+	}
+	if o.Timeout <= 0 {
+		return nil, fmt.Errorf("Prometheus query timeout %s: must be positive", o.Timeout)
+	}
+	cfg := pconfig.HTTPClientConfig{
+		TLSConfig: pconfig.TLSConfig{CAFile: o.CAFile, CertFile: o.CertFile, KeyFile: o.KeyFile,
+			InsecureSkipVerify: o.InsecureSkipVerify},
+		FollowRedirects: true,
+		EnableHTTP2:     true,
+	}
+	if o.BearerTokenFile != "" {
+		cfg.Authorization = &pconfig.Authorization{Type: "Bearer", CredentialsFile: o.BearerTokenFile}
+	}
+	if len(o.Headers) > 0 {
+		cfg.HTTPHeaders = &pconfig.Headers{Headers: map[string]pconfig.Header{}}
+		for k, v := range o.Headers {
+			cfg.HTTPHeaders.Headers[k] = pconfig.Header{Values: []string{v}}
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("Prometheus client config: %w", err)
+	}
+	hc, err := pconfig.NewClientFromConfig(cfg, "metrics-ring")
+	if err != nil {
+		return nil, fmt.Errorf("Prometheus client: %w", err)
+	}
+	return &client{endpoint: strings.TrimSuffix(u.String(), "/") + "/api/v1/query", http: hc, method: method,
+		timeout: o.Timeout}, nil
+}
+
+// apiResponse is the Prometheus HTTP API envelope.
+type apiResponse struct {
+	Status    string          `json:"status"`
+	Data      json.RawMessage `json:"data"`
+	ErrorType string          `json:"errorType"`
+	Error     string          `json:"error"`
+	Warnings  []string        `json:"warnings"`
+}
+
+type vectorData struct {
+	ResultType string          `json:"resultType"`
+	Result     json.RawMessage `json:"result"`
+}
+
+// errTimeout marks a query that ran out of time, so it is counted apart from other failures.
+var errTimeout = errors.New("timed out")
+
+// query runs one instant query at ts. Warnings (from Prometheus, or a Thanos partial response) come back with the
+// result; they are not errors.
+func (c *client) query(ctx context.Context, promql string, ts time.Time) (model.Vector, []string, error) {
+	form := url.Values{
+		"query":   {promql},
+		"time":    {strconv.FormatFloat(float64(ts.UnixMilli())/1e3, 'f', 3, 64)},
+		"timeout": {model.Duration(c.timeout).String()},
+	}
+	// The HTTP deadline leaves Prometheus a moment to answer its own timeout with a clear error.
+	ctx, cancel := context.WithTimeout(ctx, c.timeout+c.timeout/10+100*time.Millisecond)
+	defer cancel()
+	var req *http.Request
+	var err error
+	if c.method == http.MethodPost {
+		req, err = http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, strings.NewReader(form.Encode()))
+		if err == nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+	} else {
+		req, err = http.NewRequestWithContext(ctx, http.MethodGet, c.endpoint+"?"+form.Encode(), nil)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("building request: %w", err)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, nil, fmt.Errorf("%s %s: %w after %s: %w", c.method, c.endpoint, errTimeout, c.timeout, err)
+		}
+		return nil, nil, fmt.Errorf("%s %s: %w", c.method, c.endpoint, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, nil, fmt.Errorf("reading response of %s: %w after %s: %w", c.endpoint, errTimeout, c.timeout, err)
+		}
+		return nil, nil, fmt.Errorf("reading response of %s: %w", c.endpoint, err)
+	}
+	if len(body) > maxResponseBytes {
+		return nil, nil, fmt.Errorf("response of %s is larger than %d bytes", c.endpoint, maxResponseBytes)
+	}
+	var env apiResponse
+	if err := json.Unmarshal(body, &env); err != nil {
+		return nil, nil, fmt.Errorf("%s answered HTTP %d with no Prometheus API response: %q: %w", c.endpoint,
+			resp.StatusCode, snippet(body), err)
+	}
+	if env.Status != "success" {
+		err := fmt.Errorf("Prometheus answered HTTP %d: %s: %s", resp.StatusCode, env.ErrorType, env.Error)
+		if env.ErrorType == "timeout" {
+			err = fmt.Errorf("%w: %w", errTimeout, err)
+		}
+		return nil, env.Warnings, err
+	}
+	var data vectorData
+	if err := json.Unmarshal(env.Data, &data); err != nil {
+		return nil, env.Warnings, fmt.Errorf("decoding query data: %w", err)
+	}
+	if data.ResultType != string(model.ValVector.String()) {
+		return nil, env.Warnings, fmt.Errorf("query returned a %s, want a vector", data.ResultType)
+	}
+	var vec model.Vector
+	if err := json.Unmarshal(data.Result, &vec); err != nil {
+		return nil, env.Warnings, fmt.Errorf("decoding query result: %w", err)
+	}
+	return vec, env.Warnings, nil
+}
+
+func snippet(b []byte) string {
+	const n = 200
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}

@@ -1,0 +1,146 @@
+package adapter
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/yaml"
+)
+
+// Config is prometheus-adapter's configuration file, of which metrics-ring uses the resourceRules block. The field
+// names and their YAML keys are prometheus-adapter's (v0.12 pkg/config), so an operator's file loads unchanged.
+type Config struct {
+	ResourceRules *ResourceRules `json:"resourceRules,omitempty"`
+	// Rules and ExternalRules serve custom.metrics.k8s.io and external.metrics.k8s.io, which metrics-ring does not:
+	// they are accepted and ignored.
+	Rules         []any `json:"rules,omitempty"`
+	ExternalRules []any `json:"externalRules,omitempty"`
+}
+
+// ResourceRules say how to query CPU and memory of containers and nodes.
+type ResourceRules struct {
+	CPU    ResourceRule `json:"cpu"`
+	Memory ResourceRule `json:"memory"`
+	// Window is the averaging window of the CPU query, as served in NodeMetrics/PodMetrics.window. When empty, the
+	// range of the CPU query's range vector is served.
+	Window string `json:"window,omitempty"`
+}
+
+// ResourceRule is the queries of one resource.
+type ResourceRule struct {
+	// ContainerQuery and NodeQuery are Go templates with delimiters << >> over .Series, .LabelMatchers and
+	// .GroupBy.
+	ContainerQuery string          `json:"containerQuery"`
+	NodeQuery      string          `json:"nodeQuery"`
+	Resources      ResourceMapping `json:"resources"`
+	// ContainerLabel is the label holding the container name.
+	ContainerLabel string `json:"containerLabel"`
+}
+
+// ResourceMapping maps Prometheus labels to Kubernetes resources.
+type ResourceMapping struct {
+	// Template renders a label name from .Group and .Resource, e.g. "kube_<<.Group>>_<<.Resource>>".
+	Template string `json:"template,omitempty"`
+	// Overrides maps a label name to the resource it names.
+	Overrides  map[string]GroupResource `json:"overrides,omitempty"`
+	Namespaced *bool                    `json:"namespaced,omitempty"`
+}
+
+// GroupResource names a Kubernetes resource.
+type GroupResource struct {
+	Group    string `json:"group,omitempty"`
+	Resource string `json:"resource"`
+}
+
+// defaultRule queries the kubelet's /metrics/resource series. A Prometheus that also scrapes /metrics/cadvisor holds
+// a second series of the same name and labels for every container (they differ only in labels such as id, image
+// and the scrape's own), so the queries take max, not sum, over the duplicates: the same usage, not twice it.
+func defaultRules() *ResourceRules {
+	mapping := ResourceMapping{Overrides: map[string]GroupResource{
+		"namespace": {Resource: "namespace"}, "pod": {Resource: "pod"}, "node": {Resource: "node"},
+	}}
+	return &ResourceRules{
+		CPU: ResourceRule{
+			ContainerQuery: `max by (<<.GroupBy>>) (rate(container_cpu_usage_seconds_total{<<.LabelMatchers>>,container!="",container!="POD"}[1m]))`,
+			NodeQuery:      `max by (<<.GroupBy>>) (rate(node_cpu_usage_seconds_total{<<.LabelMatchers>>}[1m]))`,
+			Resources:      mapping,
+			ContainerLabel: "container",
+		},
+		Memory: ResourceRule{
+			ContainerQuery: `max by (<<.GroupBy>>) (container_memory_working_set_bytes{<<.LabelMatchers>>,container!="",container!="POD"})`,
+			NodeQuery:      `max by (<<.GroupBy>>) (node_memory_working_set_bytes{<<.LabelMatchers>>})`,
+			Resources:      mapping,
+			ContainerLabel: "container",
+		},
+	}
+}
+
+// LoadConfig reads a prometheus-adapter configuration file; path "" gives the defaults. The file may also be the
+// ConfigMap manifest that holds it (its data["config.yaml"]), as kube-prometheus ships it. Keys prometheus-adapter
+// would reject are an error naming them; rules and externalRules are ignored with one log line.
+func LoadConfig(path string) (*Config, error) {
+	if path == "" {
+		return &Config{ResourceRules: defaultRules()}, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading Prometheus config: %w", err)
+	}
+	cfg, err := ParseConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("Prometheus config %s: %w", path, err)
+	}
+	if n := len(cfg.Rules) + len(cfg.ExternalRules); n > 0 {
+		klog.InfoS("Ignoring custom and external metrics rules: metrics-ring serves only metrics.k8s.io",
+			"config", path, "rules", len(cfg.Rules), "externalRules", len(cfg.ExternalRules))
+	}
+	return cfg, nil
+}
+
+// configMap is the part of a ConfigMap manifest that holds an adapter config.
+type configMap struct {
+	Kind string            `json:"kind"`
+	Data map[string]string `json:"data"`
+}
+
+// ParseConfig parses the content of a configuration file (see LoadConfig).
+func ParseConfig(data []byte) (*Config, error) {
+	var cm configMap
+	if err := yaml.Unmarshal(data, &cm); err == nil && cm.Kind == "ConfigMap" {
+		inner, ok := cm.Data["config.yaml"]
+		if !ok {
+			return nil, errors.New(`ConfigMap has no data["config.yaml"]`)
+		}
+		data = []byte(inner)
+	}
+	cfg := &Config{}
+	if len(bytes.TrimSpace(data)) > 0 {
+		if err := yaml.UnmarshalStrict(data, cfg); err != nil {
+			return nil, fmt.Errorf("parsing: %w", err)
+		}
+	}
+	if cfg.ResourceRules == nil {
+		cfg.ResourceRules = defaultRules()
+	}
+	return cfg, nil
+}
+
+// window is the configured window, or 0 when the config gives none.
+func (r *ResourceRules) window() (time.Duration, error) {
+	if r.Window == "" {
+		return 0, nil
+	}
+	d, err := model.ParseDuration(r.Window)
+	if err != nil {
+		return 0, fmt.Errorf("resourceRules.window %q: %w", r.Window, err)
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("resourceRules.window %q: must be positive", r.Window)
+	}
+	return time.Duration(d), nil
+}
