@@ -77,7 +77,7 @@ type Storage struct {
 	nodes     map[string]*series
 	pods      map[podKey]*pod
 	lastBatch map[string]batchMark // each batch key's previous Store
-	batches   uint64           // Store calls so far, the sequence number of series.batch
+	batches   uint64               // Store calls so far, the sequence number of series.batch
 	health    Health
 
 	view atomic.Pointer[view] // the servable snapshot, replaced at the end of each cycle

@@ -261,7 +261,7 @@ func TestStaleAfterAndMissedScrapes(t *testing.T) {
 
 type liveness struct{ nodes, pods map[string]bool }
 
-func (l liveness) NodeExists(name string) bool      { return l.nodes[name] }
+func (l liveness) NodeExists(name string) bool    { return l.nodes[name] }
 func (l liveness) PodExists(ns, name string) bool { return l.pods[ns+"/"+name] }
 
 func TestDeletedObjectsArePruned(t *testing.T) {
