@@ -9,7 +9,7 @@ LDFLAGS := -s -w -X github.com/metrics-ring/metrics-ring/pkg/version.Version=$(V
 GO      ?= go
 BIN     := bin
 
-.PHONY: all build test unit verify generate bench fuzz clean help
+.PHONY: all build test unit verify generate bench fuzz image manifests clean help
 all: build
 
 help: ## list the targets
@@ -46,6 +46,15 @@ fuzz: ## run every fuzz target for FUZZTIME each
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo ">> fuzz $$pkg $$f ($(FUZZTIME))"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	  done; done
+
+IMAGE ?= metrics-ring:$(VERSION)
+image: ## build the container image (needs a Docker engine)
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE) .
+
+manifests: ## render the single-file release YAMLs from the kustomize overlays into _output/
+	@mkdir -p _output
+	@for o in kubelet prometheus high-availability; do \
+	  echo ">> _output/metrics-ring-$$o.yaml"; $(KUBECTL) kustomize manifests/overlays/$$o > _output/metrics-ring-$$o.yaml; done
 
 clean: ## remove build output
 	rm -rf $(BIN)

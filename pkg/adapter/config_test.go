@@ -129,3 +129,24 @@ func FuzzParseConfig(f *testing.F) {
 		_, _ = compile(cfg.ResourceRules) // must not panic
 	})
 }
+
+func TestPrometheusOverlayConfigIsTheDefaults(t *testing.T) {
+	// The ConfigMap an operator starts from must say what metrics-ring does without one.
+	cfg, err := LoadConfig(filepath.Join("..", "..", "manifests", "overlays", "prometheus", "configmap.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := compile(cfg.ResourceRules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := compile(defaultRules())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range got.all() {
+		if w := want.all()[i]; *q != *w {
+			t.Errorf("%s: overlay renders %+v, defaults %+v", q.name, *q, *w)
+		}
+	}
+}
