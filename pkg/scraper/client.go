@@ -1,0 +1,99 @@
+package scraper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"k8s.io/client-go/rest"
+)
+
+// snippetBytes is how much of an error response's body goes into the error.
+const snippetBytes = 256
+
+// kubeletClient fetches /metrics/resource bodies. One client (one keep-alive transport, HTTP/2 when the kubelet
+// offers it) serves every node, so connections are reused between scrapes.
+type kubeletClient struct {
+	http     *http.Client
+	maxBytes int64
+}
+
+func newKubeletClient(o *Options) (*kubeletClient, error) {
+	// rest.TransportFor gives what metrics-server has: CA file or data, client certificate, bearer token or token
+	// file (re-read when it rotates), exec plugins, keep-alive and HTTP/2 (utilnet.SetTransportDefaults).
+	rt, err := rest.TransportFor(o.restConfig())
+	if err != nil {
+		return nil, fmt.Errorf("building the kubelet client transport: %w", err)
+	}
+	// No http.Client.Timeout: every request carries a context deadline (--kubelet-request-timeout).
+	return &kubeletClient{http: &http.Client{Transport: rt}, maxBytes: o.MaxResponseBytes}, nil
+}
+
+// fetch GETs url and reads the body into buf (reused; grown when needed) and returns it. The returned slice always
+// has at least one byte of spare capacity, which the parser relies on. Errors name the node and the URL.
+func (c *kubeletClient) fetch(ctx context.Context, node, url string, buf []byte) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return buf, fmt.Errorf("node %q: GET %s: %w", node, url, err)
+	}
+	// The kubelet negotiates its format; ask for the classic text format textparse's PromParser reads.
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		// A *url.Error already names the method and URL.
+		return buf, fmt.Errorf("node %q: %w", node, err)
+	}
+	// Closing an unread body makes the transport drop the connection (HTTP/1) or reset the stream (HTTP/2) rather
+	// than drain an oversized or unwanted response.
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, snippetBytes))
+		return buf, fmt.Errorf("node %q: GET %s: status %d %s: %q", node, url, resp.StatusCode,
+			http.StatusText(resp.StatusCode), strings.TrimSpace(string(snippet)))
+	}
+	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/vnd.google.protobuf") {
+		return buf, fmt.Errorf("node %q: GET %s: unsupported Content-Type %q, want the text format", node, url, ct)
+	}
+	if resp.ContentLength > c.maxBytes {
+		return buf, fmt.Errorf("node %q: GET %s: %w: Content-Length %d", node, url, c.tooLarge(), resp.ContentLength)
+	}
+	buf, err = readCapped(resp.Body, buf[:0], c.maxBytes)
+	if err != nil {
+		return buf, fmt.Errorf("node %q: GET %s: reading body: %w", node, url, err)
+	}
+	return buf, nil
+}
+
+// errTooLarge is wrapped by errors about responses over the size cap.
+var errTooLarge = errors.New("response too large")
+
+func (c *kubeletClient) tooLarge() error {
+	return fmt.Errorf("%w: over the cap of %d bytes", errTooLarge, c.maxBytes)
+}
+
+// readCapped appends r's content to buf, failing once it exceeds limit bytes. It keeps one spare byte of capacity.
+func readCapped(r io.Reader, buf []byte, limit int64) ([]byte, error) {
+	for {
+		if cap(buf)-len(buf) < 2 {
+			// Double, but never past the cap: a huge response costs at most limit+2 bytes of buffer.
+			size := int64(cap(buf) + max(cap(buf), 16<<10))
+			next := make([]byte, len(buf), min(size, limit+2))
+			copy(next, buf)
+			buf = next
+		}
+		n, err := r.Read(buf[len(buf) : cap(buf)-1])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > limit {
+			return buf[:0], fmt.Errorf("%w: over the cap of %d bytes", errTooLarge, limit)
+		}
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}

@@ -1,0 +1,196 @@
+package scraper
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+func TestTLSAndCredentials(t *testing.T) {
+	var gotAuth, gotAccept atomic.Value
+	body := readFixture(t, "metrics-resource-30pods.txt")
+	srv := kubelet(t, func(w http.ResponseWriter, r *http.Request) {
+		gotAuth.Store(r.Header.Get("Authorization"))
+		gotAccept.Store(r.Header.Get("Accept"))
+		_, _ = w.Write(body)
+	})
+	otherCA := otherCAPEM(t) // does not sign the kubelet
+	tokenFile := writeFile(t, "token", []byte("from-file\n"))
+
+	for _, tc := range []struct {
+		name     string
+		o        Options
+		wantErr  string // substring of the cycle error; "" = success
+		wantAuth string
+	}{
+		{name: "CA file", o: Options{CAFile: caFile(t, srv)}},
+		{name: "wrong CA fails clearly", o: Options{CAFile: writeFile(t, "other.crt", otherCA)}, wantErr: "certificate signed by unknown authority"},
+		{name: "system roots do not trust the kubelet", o: Options{}, wantErr: "certificate"},
+		{name: "insecure TLS", o: Options{InsecureTLS: true}},
+		{name: "CA and bearer token from the kube config", o: Options{RESTConfig: &rest.Config{
+			BearerToken: "s3cret", TLSClientConfig: rest.TLSClientConfig{CAData: caPEM(srv), ServerName: "kubernetes"},
+		}}, wantAuth: "Bearer s3cret"},
+		{name: "bearer token file", o: Options{InsecureTLS: true, RESTConfig: &rest.Config{BearerTokenFile: tokenFile}},
+			wantAuth: "Bearer from-file"},
+		{name: "insecure TLS overrides the kube config CA", o: Options{InsecureTLS: true, RESTConfig: &rest.Config{
+			TLSClientConfig: rest.TLSClientConfig{CAData: otherCA},
+		}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gotAuth.Store("")
+			store := newFakeStore()
+			cycle(t, tc.o, store, nodeFor(t, "tls-node", srv))
+			end := store.lastEnd(t)
+			if tc.wantErr != "" {
+				if end.success || end.err == nil || !strings.Contains(end.err.Error(), tc.wantErr) ||
+					!strings.Contains(end.err.Error(), `"tls-node"`) {
+					t.Fatalf("want a failed cycle naming tls-node and %q, got %v %v", tc.wantErr, end.success, end.err)
+				}
+				if len(store.keys()) != 0 {
+					t.Fatalf("stored %v from a failed node", store.keys())
+				}
+				return
+			}
+			if !end.success || end.err != nil {
+				t.Fatalf("cycle failed: %v", end.err)
+			}
+			if b := store.batches["tls-node"]; len(b.Containers) != 60 || len(b.Nodes) != 1 {
+				t.Fatalf("stored %d containers and %d nodes, want 60 and 1", len(b.Containers), len(b.Nodes))
+			}
+			if got := gotAuth.Load(); got != tc.wantAuth {
+				t.Errorf("Authorization %q, want %q", got, tc.wantAuth)
+			}
+			if got := gotAccept.Load().(string); !strings.HasPrefix(got, "text/plain") {
+				t.Errorf("Accept %q, want the text format", got)
+			}
+		})
+	}
+}
+
+func TestClientCertificate(t *testing.T) {
+	ca, caKey := newCA(t)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "metrics-ring"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalECPrivateKey(key)
+	certFile := writeFile(t, "client.crt", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	keyFile := writeFile(t, "client.key", pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+
+	var who atomic.Value
+	body := readFixture(t, "metrics-resource-30pods.txt")
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		who.Store(r.TLS.PeerCertificates[0].Subject.CommonName)
+		_, _ = w.Write(body)
+	}))
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	srv.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+
+	store := newFakeStore()
+	cycle(t, Options{CAFile: caFile(t, srv), ClientCertFile: certFile, ClientKeyFile: keyFile}, store, nodeFor(t, "n", srv))
+	if end := store.lastEnd(t); !end.success || who.Load() != "metrics-ring" {
+		t.Fatalf("with the client certificate: %v, peer %v", end.err, who.Load())
+	}
+	store = newFakeStore()
+	cycle(t, Options{CAFile: caFile(t, srv)}, store, nodeFor(t, "n", srv))
+	if end := store.lastEnd(t); end.success {
+		t.Fatalf("a kubelet requiring a client certificate accepted none")
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"CA and insecure", Options{CAFile: "x", InsecureTLS: true}, "--kubelet-insecure-tls"},
+		{"cert without key", Options{ClientCertFile: "x"}, "need both"},
+		{"negative timeout", Options{Timeout: -1}, "negative"},
+		{"bad port", Options{Port: 70000}, "out of range"},
+		{"bad scheme", Options{Scheme: "ftp"}, "ftp"},
+		{"missing CA file", Options{CAFile: "/nonexistent/ca.crt"}, "ca.crt"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(tc.o, &fakeLister{}, newFakeStore())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New: %v, want an error mentioning %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := New(Options{}, nil, newFakeStore()); err == nil {
+		t.Fatal("New accepted a nil lister")
+	}
+}
+
+// newCA makes a throwaway certificate authority (every httptest server shares one certificate, so tests that need
+// a CA that does not sign the kubelet make their own).
+func newCA(t *testing.T) (*x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
+		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca, caKey
+}
+
+func otherCAPEM(t *testing.T) []byte {
+	ca, _ := newCA(t)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw})
+}
+
+// TestKeepAlive checks that scrapes of a node reuse one connection.
+func TestKeepAlive(t *testing.T) {
+	var conns atomic.Int32
+	body := readFixture(t, "metrics-resource-30pods.txt")
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body) }))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	store := newFakeStore()
+	s := cycle(t, Options{CAFile: caFile(t, srv)}, store, nodeFor(t, "n", srv))
+	s.collect(t.Context())
+	s.collect(t.Context())
+	if len(store.ends) != 3 || !store.ends[2].success {
+		t.Fatalf("cycles: %+v", store.ends)
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("3 scrapes opened %d connections, want 1", n)
+	}
+}

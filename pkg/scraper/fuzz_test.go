@@ -1,0 +1,60 @@
+package scraper
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/metrics-ring/metrics-ring/pkg/storage"
+)
+
+// FuzzParse checks that no body makes the parser panic, and that what it emits is well-formed.
+func FuzzParse(f *testing.F) {
+	for _, name := range []string{"metrics-resource-30pods.txt", "metrics-resource-110pods.txt"} {
+		f.Add(readFixture(f, name))
+	}
+	f.Add([]byte(node1 + ctr("a", "c", 1, 2) + "garbage {\n" + ctr("b", "c", 3, 4)))
+	f.Add([]byte(`{"container_cpu_usage_seconds_total",container="c",namespace="n",pod="p\n"} 1 2` + "\n"))
+	f.Add([]byte("# HELP x \\n\n# TYPE x counter\nx{a=\"\n\"} 1\n" + node1[:20]))
+	p := newParser()
+	var b storage.Batch
+	f.Fuzz(func(t *testing.T, in []byte) {
+		orig := bytes.Clone(in)
+		stats := p.parse(in, time.Unix(100, 0), "n", &b)
+		if !bytes.Equal(in, orig) {
+			t.Fatalf("parse changed its input")
+		}
+		lines := bytes.Count(in, []byte{'\n'}) + 1
+		if len(b.Containers) > lines || stats.BadLines > lines {
+			t.Fatalf("%d containers and %d bad lines from %d lines", len(b.Containers), stats.BadLines, lines)
+		}
+		for _, c := range b.Containers {
+			if c.Namespace == "" || c.Pod == "" || c.Container == "" {
+				t.Fatalf("container sample without a name: %+v", c)
+			}
+		}
+		if len(b.Nodes) > 1 || (len(b.Nodes) == 1 && b.Nodes[0].Node != "n") {
+			t.Fatalf("node samples %+v", b.Nodes)
+		}
+		if stats.BadLines > 0 && stats.FirstError == nil {
+			t.Fatalf("bad lines without an error")
+		}
+	})
+}
+
+func benchmarkParse(b *testing.B, name string) {
+	body := withSpare(readFixture(b, name))
+	p := newParser()
+	var batch storage.Batch
+	now := time.Now()
+	p.parse(body, now, "node", &batch) // warm up: intern containers, size the batch
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		p.parse(body, now, "node", &batch)
+	}
+}
+
+func BenchmarkParse30Pods(b *testing.B)  { benchmarkParse(b, "metrics-resource-30pods.txt") }
+func BenchmarkParse110Pods(b *testing.B) { benchmarkParse(b, "metrics-resource-110pods.txt") }

@@ -1,0 +1,72 @@
+package scraper
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+)
+
+// TestLogsOncePerStreak checks that a failing node is logged once per failure streak, plus one line on recovery.
+func TestLogsOncePerStreak(t *testing.T) {
+	var logs syncBuffer
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
+	klog.SetOutputBySeverity("INFO", &logs) // every severity reaches the INFO stream once
+	t.Cleanup(func() { klog.SetOutput(io.Discard); klog.LogToStderr(true) })
+
+	var broken atomic.Bool
+	broken.Store(true)
+	body := readFixture(t, "metrics-resource-30pods.txt")
+	srv := kubelet(t, func(w http.ResponseWriter, _ *http.Request) {
+		if broken.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write(body)
+	})
+	store := newFakeStore()
+	s, err := New(Options{InsecureTLS: true, UseNodeStatusPort: true},
+		&fakeLister{nodes: []*corev1.Node{nodeFor(t, "streaky", srv)}}, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		s.collect(context.Background())
+	}
+	broken.Store(false)
+	s.collect(context.Background())
+	s.collect(context.Background())
+	klog.Flush()
+	out := logs.String()
+	if n := strings.Count(out, `"Failed to scrape node"`); n != 1 {
+		t.Errorf("%d failure lines for 3 failed scrapes, want 1:\n%s", n, out)
+	}
+	if n := strings.Count(out, `"Scraping node recovered"`); n != 1 || !strings.Contains(out, "failedScrapes=3") {
+		t.Errorf("%d recovery lines, want 1 saying failedScrapes=3:\n%s", n, out)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -1,0 +1,83 @@
+package scraper
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+// Request outcomes of metrics_ring_kubelet_requests_total.
+const (
+	outcomeSuccess = "success"
+	outcomeTimeout = "timeout"
+	outcomeError   = "error"
+)
+
+var (
+	scrapeDuration = metrics.NewHistogram(&metrics.HistogramOpts{
+		Namespace: "metrics_ring", Subsystem: "kubelet", Name: "scrape_duration_seconds",
+		Help:           "Duration of one node's scrape (request, read and parse) in seconds.",
+		Buckets:        metrics.ExponentialBuckets(0.005, 2, 12),
+		StabilityLevel: metrics.ALPHA,
+	})
+	collectionDuration = metrics.NewHistogram(&metrics.HistogramOpts{
+		Namespace: "metrics_ring", Subsystem: "kubelet", Name: "collection_duration_seconds",
+		Help:           "Duration of one collection cycle over every selected node in seconds.",
+		Buckets:        metrics.ExponentialBuckets(0.01, 2, 12),
+		StabilityLevel: metrics.ALPHA,
+	})
+	requestsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "metrics_ring", Subsystem: "kubelet", Name: "requests_total",
+		Help:           "Requests to kubelets by outcome (success, timeout, error).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"outcome"})
+	invalidSamples = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "metrics_ring", Subsystem: "kubelet", Name: "invalid_samples_total",
+		Help: "Samples or lines from kubelets that are not served, by reason: parse_error, truncated, duplicate, " +
+			"missing_labels, incomplete_container, incomplete_node, invalid_start_time (served with an unknown " +
+			"start), and storage's rejections invalid (NaN, infinite, negative) and zero.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"reason"})
+	// nodeUp is the only per-node series; it is deleted when the node leaves the lister (DESIGN.md section 2).
+	nodeUp = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace: "metrics_ring", Subsystem: "kubelet", Name: "node_up",
+		Help:           "1 when the newest scrape of the node's kubelet succeeded, else 0.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"node"})
+
+	registerOnce sync.Once
+)
+
+// RegisterMetrics registers the scraper's metrics in the component-base legacy registry. It is safe to call more
+// than once; New calls it.
+func RegisterMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(scrapeDuration, collectionDuration, requestsTotal, invalidSamples, nodeUp)
+	})
+}
+
+// countInvalid adds a response's losses to invalid_samples_total.
+func countInvalid(s *parseStats, invalid, zero int) {
+	add := func(reason string, n int) {
+		if n > 0 {
+			invalidSamples.WithLabelValues(reason).Add(float64(n))
+		}
+	}
+	add("parse_error", s.BadLines)
+	add("truncated", b2i(s.Truncated))
+	add("duplicate", s.Duplicates)
+	add("missing_labels", s.MissingLabels)
+	add("incomplete_container", s.Incomplete)
+	add("incomplete_node", b2i(s.NodeMissing))
+	add("invalid_start_time", s.BadStartTime)
+	add("invalid", invalid)
+	add("zero", zero)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,246 @@
+package scraper
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/component-base/metrics/testutil"
+)
+
+// TestFailingKubelets checks that every way a kubelet can fail is an error naming it, while a healthy node in the
+// same cycle is still stored and the cycle counts as a success.
+func TestFailingKubelets(t *testing.T) {
+	fixture := readFixture(t, "metrics-resource-30pods.txt")
+	healthy := kubelet(t, nil)
+	for _, tc := range []struct {
+		name    string
+		o       Options
+		handler http.HandlerFunc
+		node    func(*corev1.Node)
+		want    []string
+	}{{
+		name: "500",
+		handler: func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "cadvisor is on fire", http.StatusInternalServerError)
+		},
+		want: []string{"status 500", "cadvisor is on fire"},
+	}, {
+		name: "oversize with Content-Length",
+		o:    Options{MaxResponseBytes: 40000}, // the healthy 30-pod response is 37703 bytes
+		handler: func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Length", strconv.Itoa(2*len(fixture)))
+			_, _ = w.Write(fixture)
+			_, _ = w.Write(fixture)
+		},
+		want: []string{"response too large", "cap of 40000 bytes", "Content-Length 75406"},
+	}, {
+		name: "oversize streamed",
+		o:    Options{MaxResponseBytes: 40000},
+		handler: func(w http.ResponseWriter, _ *http.Request) {
+			for range 100 { // chunked: no Content-Length to check up front
+				_, _ = w.Write(fixture[:500])
+				w.(http.Flusher).Flush()
+			}
+		},
+		want: []string{"cap of 40000 bytes"},
+	}, {
+		name: "truncated body",
+		handler: func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Length", strconv.Itoa(len(fixture)))
+			_, _ = w.Write(fixture[:len(fixture)/2])
+			panic(http.ErrAbortHandler) // closes the connection mid-body
+		},
+		want: []string{"unexpected EOF"},
+	}, {
+		name:    "nothing usable",
+		handler: func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("<html>proxy login</html>\n")) },
+		want:    []string{"no usable samples", "1 bad lines"},
+	}, {
+		name: "no address",
+		node: func(n *corev1.Node) { n.Status.Addresses = nil },
+		want: []string{"no address of the preferred types"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := kubelet(t, tc.handler)
+			n := nodeFor(t, "bad-node", bad)
+			if tc.node != nil {
+				tc.node(n)
+			}
+			tc.o.InsecureTLS = true
+			store := newFakeStore()
+			cycle(t, tc.o, store, nodeFor(t, "good-node", healthy), n)
+			end := store.lastEnd(t)
+			if !end.success || end.err == nil {
+				t.Fatalf("want a successful cycle with an error, got %v %v", end.success, end.err)
+			}
+			msg := end.err.Error()
+			for _, w := range append(tc.want, `"bad-node"`, "1 of 2 nodes failed") {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not mention %q", msg, w)
+				}
+			}
+			if strings.Contains(msg, "good-node") {
+				t.Errorf("error %q blames the healthy node", msg)
+			}
+			if got := store.keys(); len(got) != 1 || got[0] != "good-node" {
+				t.Errorf("stored %v, want only good-node", got)
+			}
+		})
+	}
+}
+
+func TestSlowKubeletTimesOut(t *testing.T) {
+	release := make(chan struct{})
+	slow := kubelet(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	})
+	t.Cleanup(func() { close(release) }) // runs before the servers' Close
+	store := newFakeStore()
+	before, _ := testutil.GetCounterMetricValue(requestsTotal.WithLabelValues(outcomeTimeout))
+	cycle(t, Options{InsecureTLS: true, Timeout: 2 * time.Second}, store, // room for the fast node on a loaded machine
+		nodeFor(t, "slow", slow), nodeFor(t, "fast", kubelet(t, nil)))
+	end := store.lastEnd(t)
+	if !end.success || !errors.Is(end.err, context.DeadlineExceeded) || !strings.Contains(end.err.Error(), `"slow"`) {
+		t.Fatalf("want success with a deadline error naming slow, got %v %v", end.success, end.err)
+	}
+	if got := store.keys(); len(got) != 1 || got[0] != "fast" {
+		t.Errorf("stored %v, want only fast", got)
+	}
+	after, _ := testutil.GetCounterMetricValue(requestsTotal.WithLabelValues(outcomeTimeout))
+	if after != before+1 {
+		t.Errorf("timeouts counted %v -> %v, want one more", before, after)
+	}
+}
+
+func TestNodeSelectorAndGoneNodes(t *testing.T) {
+	var hitsA, hitsB atomic.Int32
+	body := readFixture(t, "metrics-resource-30pods.txt")
+	serve := func(hits *atomic.Int32) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) { hits.Add(1); _, _ = w.Write(body) }
+	}
+	a, b := nodeFor(t, "sel-a", kubelet(t, serve(&hitsA))), nodeFor(t, "sel-b", kubelet(t, serve(&hitsB)))
+	a.Labels["pool"], b.Labels["pool"] = "metrics", "metrics"
+	other := nodeFor(t, "sel-other", kubelet(t, nil))
+
+	lister := &fakeLister{nodes: []*corev1.Node{a, b, other}}
+	store := newFakeStore()
+	s, err := New(Options{InsecureTLS: true, UseNodeStatusPort: true,
+		NodeSelector: labels.SelectorFromSet(labels.Set{"pool": "metrics"})}, lister, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.collect(context.Background())
+	if got := store.keys(); strings.Join(got, ",") != "sel-a,sel-b" {
+		t.Fatalf("stored %v, want sel-a and sel-b only", got)
+	}
+	if !hasNodeSeries(t, "sel-b") {
+		t.Fatal("no node_up series for sel-b")
+	}
+
+	lister.mu.Lock()
+	lister.nodes = []*corev1.Node{a, other}
+	lister.mu.Unlock()
+	s.collect(context.Background())
+	if hitsA.Load() != 2 || hitsB.Load() != 1 {
+		t.Errorf("requests: sel-a %d, sel-b %d; want 2 and 1", hitsA.Load(), hitsB.Load())
+	}
+	if hasNodeSeries(t, "sel-b") || s.states["sel-b"] != nil {
+		t.Error("sel-b left the lister but its metric series or state remain")
+	}
+	if !hasNodeSeries(t, "sel-a") {
+		t.Error("sel-a's series went too")
+	}
+}
+
+// hasNodeSeries reports whether /metrics has a per-node series for node.
+func hasNodeSeries(t *testing.T, node string) bool {
+	t.Helper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "node" && l.GetValue() == node {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func TestCycleOutcomes(t *testing.T) {
+	store := newFakeStore()
+	cycle(t, Options{}, store)
+	if end := store.lastEnd(t); !end.success || end.err != nil {
+		t.Errorf("no nodes: want success without error, got %v %v", end.success, end.err)
+	}
+	s, _ := New(Options{}, &fakeLister{err: errors.New("informer not synced")}, store)
+	s.collect(context.Background())
+	if end := store.lastEnd(t); end.success || !strings.Contains(end.err.Error(), "listing nodes: informer not synced") {
+		t.Errorf("list error: got %v %v", end.success, end.err)
+	}
+	store = newFakeStore()
+	cycle(t, Options{InsecureTLS: true, Port: 1}, store, nodeFor(t, "x", kubelet(t, nil)), nodeFor(t, "y", kubelet(t, nil)))
+	if end := store.lastEnd(t); end.success || !strings.Contains(end.err.Error(), "2 of 2 nodes failed") {
+		t.Errorf("every node failed: got %v %v", end.success, end.err)
+	}
+}
+
+func TestRejectionsCounted(t *testing.T) {
+	store := newFakeStore()
+	store.reject.Invalid, store.reject.Zero, store.reject.Example = 2, 1, "ns/pod/c: NaN"
+	counter := invalidSamples.WithLabelValues("invalid")
+	before, _ := testutil.GetCounterMetricValue(counter)
+	cycle(t, Options{InsecureTLS: true}, store, nodeFor(t, "rej", kubelet(t, nil)))
+	if after, _ := testutil.GetCounterMetricValue(counter); after != before+2 {
+		t.Errorf("invalid samples counted %v -> %v, want +2", before, after)
+	}
+}
+
+func TestRunRepeatsAndStops(t *testing.T) {
+	store := newFakeStore()
+	s, err := New(Options{InsecureTLS: true, UseNodeStatusPort: true, Resolution: 20 * time.Millisecond},
+		&fakeLister{nodes: []*corev1.Node{nodeFor(t, "run", kubelet(t, nil))}}, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		store.mu.Lock()
+		n := len(store.ends)
+		store.mu.Unlock()
+		if n >= 3 {
+			break
+		}
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not return after its context was cancelled")
+	}
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	if len(store.ends) < 3 || s.LastCycle().IsZero() {
+		t.Fatalf("want at least 3 cycles and a last-cycle time, got %d, %v", len(store.ends), s.LastCycle())
+	}
+	// Whether each cycle succeeded depends on the machine's speed (a cycle is bounded by the 20ms resolution);
+	// the outcome of a cycle is covered by the other tests.
+}
