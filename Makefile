@@ -9,7 +9,7 @@ LDFLAGS := -s -w -X github.com/metrics-ring/metrics-ring/pkg/version.Version=$(V
 GO      ?= go
 BIN     := bin
 
-.PHONY: all build test unit verify generate bench fuzz image manifests clean help
+.PHONY: all build test unit verify generate verify-generate bench fuzz image manifests clean help
 all: build
 
 help: ## list the targets
@@ -34,8 +34,11 @@ verify: ## gofmt, go vet, go mod tidy (both modules)
 	@cd test && $(GO) vet ./... && $(GO) mod tidy && \
 	  if ! git diff --quiet -- go.mod go.sum; then echo "go mod tidy changed test/go.mod"; exit 1; fi
 
-generate: ## regenerate the checked-in OpenAPI definitions
+generate: ## regenerate the checked-in OpenAPI definitions (a test fails when they are stale)
 	hack/update-openapi.sh
+
+verify-generate: ## check the OpenAPI definitions are current
+	hack/verify-openapi.sh
 
 bench: ## micro-benchmarks (parser, storage, list encoding) with allocations
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...

@@ -1,0 +1,124 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
+
+	"github.com/metrics-ring/metrics-ring/pkg/scraper"
+)
+
+// KubeletOptions are metrics-server v0.9's kubelet client flags, same names, defaults (except the address types,
+// which follow its manifests) and meaning.
+type KubeletOptions struct {
+	UseNodeStatusPort            bool
+	Port                         int
+	InsecureTLS                  bool
+	PreferredAddressTypes        []string
+	CAFile                       string
+	ClientKeyFile                string
+	ClientCertFile               string
+	DeprecatedCompletelyInsecure bool
+	RequestTimeout               time.Duration
+	NodeSelector                 string
+}
+
+// NewKubeletOptions returns the defaults.
+func NewKubeletOptions() *KubeletOptions {
+	o := &KubeletOptions{Port: scraper.DefaultPort, RequestTimeout: scraper.DefaultTimeout}
+	for _, t := range scraper.DefaultAddressTypes {
+		o.PreferredAddressTypes = append(o.PreferredAddressTypes, string(t))
+	}
+	return o
+}
+
+// AddFlags adds the kubelet client flags.
+func (o *KubeletOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.InsecureTLS, "kubelet-insecure-tls", o.InsecureTLS, "Do not verify CA of serving certificates presented by Kubelets.  For testing purposes only.")
+	fs.BoolVar(&o.UseNodeStatusPort, "kubelet-use-node-status-port", o.UseNodeStatusPort, "Use the port in the node status. Takes precedence over --kubelet-port flag.")
+	fs.IntVar(&o.Port, "kubelet-port", o.Port, "The port to use to connect to Kubelets.")
+	fs.StringSliceVar(&o.PreferredAddressTypes, "kubelet-preferred-address-types", o.PreferredAddressTypes, "The priority of node address types to use when determining which address to use to connect to a particular node")
+	fs.StringVar(&o.CAFile, "kubelet-certificate-authority", o.CAFile, "Path to the CA to use to validate the Kubelet's serving certificates.")
+	fs.StringVar(&o.ClientKeyFile, "kubelet-client-key", o.ClientKeyFile, "Path to a client key file for TLS.")
+	fs.StringVar(&o.ClientCertFile, "kubelet-client-certificate", o.ClientCertFile, "Path to a client cert file for TLS.")
+	fs.DurationVar(&o.RequestTimeout, "kubelet-request-timeout", o.RequestTimeout, "The length of time to wait before giving up on a single request to Kubelet. Non-zero values should contain a corresponding time unit (e.g. 1s, 2m, 3h).")
+	fs.StringVarP(&o.NodeSelector, "node-selector", "l", o.NodeSelector, "Selector (label query) to filter on, not including uninitialized ones, supports '=', '==', and '!='.(e.g. -l key1=value1,key2=value2).")
+	fs.BoolVar(&o.DeprecatedCompletelyInsecure, "deprecated-kubelet-completely-insecure", o.DeprecatedCompletelyInsecure, "DEPRECATED: Do not use any encryption, authorization, or authentication when communicating with the Kubelet. This is rarely the right option, since it leaves kubelet communication completely insecure.  If you encounter auth errors, make sure you've enabled token webhook auth on the Kubelet, and if you're in a test cluster with self-signed Kubelet certificates, consider using kubelet-insecure-tls instead.")
+}
+
+// Validate reports conflicting kubelet flags, with metrics-server's messages.
+func (o *KubeletOptions) Validate() []error {
+	var errs []error
+	if o.CAFile != "" && o.InsecureTLS {
+		errs = append(errs, errors.New("cannot use both --kubelet-certificate-authority and --kubelet-insecure-tls"))
+	}
+	if (o.ClientKeyFile != "") != (o.ClientCertFile != "") {
+		errs = append(errs, errors.New("need both --kubelet-client-key and --kubelet-client-certificate"))
+	}
+	if o.DeprecatedCompletelyInsecure {
+		for _, c := range []struct {
+			flag string
+			set  bool
+		}{
+			{"--kubelet-client-key", o.ClientKeyFile != ""},
+			{"--kubelet-client-certificate", o.ClientCertFile != ""},
+			{"--kubelet-insecure-tls", o.InsecureTLS},
+			{"--kubelet-certificate-authority", o.CAFile != ""},
+		} {
+			if c.set {
+				errs = append(errs, fmt.Errorf("cannot use both %s and --deprecated-kubelet-completely-insecure", c.flag))
+			}
+		}
+	}
+	if o.RequestTimeout <= 0 {
+		errs = append(errs, errors.New("kubelet-request-timeout should be positive"))
+	}
+	if o.Port <= 0 || o.Port > 65535 {
+		errs = append(errs, fmt.Errorf("kubelet-port %d is out of range 1-65535", o.Port))
+	}
+	if _, err := o.selector(); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+func (o *KubeletOptions) selector() (labels.Selector, error) {
+	sel, err := labels.Parse(o.NodeSelector)
+	if err != nil {
+		return nil, fmt.Errorf("invalid --node-selector %q: %w", o.NodeSelector, err)
+	}
+	return sel, nil
+}
+
+// ScraperOptions maps the flags onto the scraper's options.
+func (o *KubeletOptions) ScraperOptions(resolution time.Duration, restConfig *rest.Config) (scraper.Options, error) {
+	sel, err := o.selector()
+	if err != nil {
+		return scraper.Options{}, err
+	}
+	so := scraper.Options{
+		Resolution:        resolution,
+		Timeout:           o.RequestTimeout,
+		Port:              o.Port,
+		UseNodeStatusPort: o.UseNodeStatusPort,
+		Scheme:            "https",
+		InsecureTLS:       o.InsecureTLS,
+		CAFile:            o.CAFile,
+		ClientCertFile:    o.ClientCertFile,
+		ClientKeyFile:     o.ClientKeyFile,
+		RESTConfig:        restConfig,
+		NodeSelector:      sel,
+	}
+	if o.DeprecatedCompletelyInsecure {
+		so.Scheme = "http"
+	}
+	for _, t := range o.PreferredAddressTypes {
+		so.PreferredAddressTypes = append(so.PreferredAddressTypes, corev1.NodeAddressType(t))
+	}
+	return so, nil
+}

@@ -1,0 +1,154 @@
+// Package app is the metrics-ring command: its flags (every metrics-server v0.9 flag, with the same meaning, plus
+// metrics-ring's own) and the wiring of informers, storage, the kubelet scraper and the API server.
+package app
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/logs"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/logs/json/register" // --logging-format=json, as in metrics-server
+	"k8s.io/component-base/metrics"
+
+	"github.com/metrics-ring/metrics-ring/pkg/api"
+	"github.com/metrics-ring/metrics-ring/pkg/scraper"
+)
+
+// Source names accepted by --source.
+const (
+	SourceKubelet    = "kubelet"
+	SourcePrometheus = "prometheus"
+)
+
+// Options are all of metrics-ring's flags.
+type Options struct {
+	Server  *api.ServerOptions
+	Kubelet *KubeletOptions
+	Logging *logs.Options
+	Metrics *metrics.Options
+
+	Kubeconfig       string
+	MetricResolution time.Duration
+	ShowVersion      bool
+
+	// metrics-ring's own.
+	Source     string
+	History    int
+	Window     time.Duration // 0: one resolution
+	StaleAfter time.Duration // 0: three resolutions
+}
+
+// NewOptions returns the defaults of DESIGN.md section 2.
+func NewOptions() *Options {
+	return &Options{
+		Server:           api.NewServerOptions(),
+		Kubelet:          NewKubeletOptions(),
+		Logging:          logs.NewOptions(),
+		Metrics:          metrics.NewOptions(),
+		MetricResolution: scraper.DefaultResolution,
+		Source:           SourceKubelet,
+		History:          16,
+	}
+}
+
+// Flags returns the flags in metrics-server's groups, plus a "metrics-ring" group for ours.
+func (o *Options) Flags() cliflag.NamedFlagSets {
+	var fss cliflag.NamedFlagSets
+	fs := fss.FlagSet("metrics server")
+	fs.DurationVar(&o.MetricResolution, "metric-resolution", o.MetricResolution, "The resolution at which metrics are collected and retained (1s or more).")
+	fs.BoolVar(&o.ShowVersion, "version", false, "Show version and commit, then exit")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "The path to the kubeconfig used to connect to the Kubernetes API server and the Kubelets (defaults to in-cluster config)")
+
+	ours := fss.FlagSet("metrics-ring")
+	ours.StringVar(&o.Source, "source", o.Source, "Where metrics come from: kubelet (scrape every kubelet's /metrics/resource, like metrics-server) or prometheus (not implemented yet).")
+	ours.IntVar(&o.History, "history", o.History, "Samples kept per node and container series (2 or more).")
+	ours.DurationVar(&o.Window, "window", o.Window, "Window CPU usage is averaged over (default: one --metric-resolution).")
+	ours.DurationVar(&o.StaleAfter, "stale-after", o.StaleAfter, "Age after which a node's or pod's last value is no longer served, and after which no successful collection means 503 (default: three --metric-resolution).")
+
+	o.Server.AddFlags(&fss)
+	o.Kubelet.AddFlags(fss.FlagSet("kubelet client"))
+	o.Metrics.AddFlags(fss.FlagSet("metrics"))
+	logsapi.AddFlags(o.Logging, fss.FlagSet("logging"))
+	return fss
+}
+
+// Complete fills in defaults that depend on other flags. changed reports whether a flag was given.
+func (o *Options) Complete(changed func(name string) bool) {
+	if o.Window == 0 {
+		o.Window = o.MetricResolution
+	}
+	if o.StaleAfter == 0 {
+		o.StaleAfter = 3 * o.MetricResolution
+	}
+	// metrics-server requires the request timeout (default 10s) below 90% of the resolution; a short resolution
+	// given without a timeout gets a fitting timeout instead of an error, so --metric-resolution=1s just works.
+	if limit := o.MetricResolution * 9 / 10; !changed("kubelet-request-timeout") && limit > 0 && o.Kubelet.RequestTimeout > limit {
+		o.Kubelet.RequestTimeout = limit
+	}
+}
+
+// Validate reports every invalid flag.
+func (o *Options) Validate() []error {
+	var errs []error
+	switch o.Source {
+	case SourceKubelet:
+	case SourcePrometheus:
+		errs = append(errs, errors.New("--source=prometheus is not implemented yet; use --source=kubelet"))
+	default:
+		errs = append(errs, fmt.Errorf("--source=%q is unknown: use kubelet or prometheus", o.Source))
+	}
+	if o.MetricResolution < time.Second {
+		errs = append(errs, fmt.Errorf("metric-resolution should be a time duration at least 1s, but value %v provided", o.MetricResolution))
+	}
+	if o.MetricResolution*9/10 < o.Kubelet.RequestTimeout {
+		errs = append(errs, fmt.Errorf("metric-resolution should be larger than kubelet-request-timeout, but metric-resolution value %v kubelet-request-timeout value %v provided", o.MetricResolution, o.Kubelet.RequestTimeout))
+	}
+	if o.History < 2 {
+		errs = append(errs, fmt.Errorf("--history=%d: at least 2 samples are needed for a CPU rate", o.History))
+	}
+	if o.Window < 0 {
+		errs = append(errs, fmt.Errorf("--window=%v must be positive", o.Window))
+	}
+	if o.StaleAfter < 0 {
+		errs = append(errs, fmt.Errorf("--stale-after=%v must be positive", o.StaleAfter))
+	}
+	errs = append(errs, o.Kubelet.Validate()...)
+	errs = append(errs, o.Metrics.Validate()...)
+	if fieldErrs := logsapi.Validate(o.Logging, nil, nil); len(fieldErrs) > 0 {
+		errs = append(errs, fieldErrs.ToAggregate())
+	}
+	errs = append(errs, o.Server.Validate()...)
+	return errs
+}
+
+// restConfig is the client config for the informers and, by default, the kubelets.
+func (o *Options) restConfig() (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if o.Kubeconfig != "" {
+		loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+			&clientcmd.ClientConfigLoadingRules{ExplicitPath: o.Kubeconfig}, &clientcmd.ConfigOverrides{})
+		cfg, err = loader.ClientConfig()
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("building the Kubernetes client config (--kubeconfig %q): %w", o.Kubeconfig, err)
+	}
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	if err := rest.SetKubernetesDefaults(cfg); err != nil {
+		return nil, fmt.Errorf("defaulting the Kubernetes client config: %w", err)
+	}
+	return cfg, nil
+}
+
+// flagChanged adapts a pflag.FlagSet to Complete's changed.
+func flagChanged(fs *pflag.FlagSet) func(string) bool {
+	return func(name string) bool { return fs.Changed(name) }
+}

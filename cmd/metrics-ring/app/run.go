@@ -1,0 +1,155 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	_ "k8s.io/component-base/metrics/prometheus/restclient" // client-go metrics on /metrics
+	"k8s.io/klog/v2"
+
+	"github.com/metrics-ring/metrics-ring/pkg/api"
+	"github.com/metrics-ring/metrics-ring/pkg/scraper"
+	"github.com/metrics-ring/metrics-ring/pkg/storage"
+	"github.com/metrics-ring/metrics-ring/pkg/version"
+)
+
+// Run wires and runs metrics-ring until ctx is done: informers (nodes; Running pods as metadata), storage, the
+// kubelet scraper (started once the informers have synced) and the API server (serving at once, with /readyz
+// failing until the first collection cycle has finished).
+func Run(ctx context.Context, o *Options) error {
+	klog.InfoS("Starting metrics-ring", "version", version.Version, "commit", version.Commit, "source", o.Source,
+		"resolution", o.MetricResolution, "window", o.Window, "staleAfter", o.StaleAfter, "history", o.History)
+	restConfig, err := o.restConfig()
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return fmt.Errorf("building the Kubernetes client: %w", err)
+	}
+	metaClient, err := metadata.NewForConfig(restConfig)
+	if err != nil {
+		return fmt.Errorf("building the Kubernetes metadata client: %w", err)
+	}
+	w, err := Wire(o, client, metaClient, restConfig)
+	if err != nil {
+		return err
+	}
+	return w.Run(ctx)
+}
+
+// Wired is the assembled process, before it runs.
+type Wired struct {
+	Server  *genericapiserver.GenericAPIServer
+	Storage *storage.Storage
+	Scraper *scraper.Scraper
+	start   func(stop <-chan struct{})
+	synced  []cache.InformerSynced
+}
+
+// Wire builds informers, storage, scraper and server from o and the given clients; tests pass fakes.
+func Wire(o *Options, client kubernetes.Interface, metaClient metadata.Interface, restConfig *rest.Config) (*Wired, error) {
+	factory := informers.NewSharedInformerFactory(client, 0)
+	nodes := factory.Core().V1().Nodes()
+	// Only Running pods, and only their metadata: a large cluster's pod specs would dominate memory (as in
+	// metrics-server).
+	podFactory := metadatainformer.NewFilteredSharedInformerFactory(metaClient, 0, metav1.NamespaceAll,
+		func(lo *metav1.ListOptions) { lo.FieldSelector = "status.phase=Running" })
+	pods := podFactory.ForResource(corev1.SchemeGroupVersion.WithResource("pods"))
+	nodeInformer, podInformer := nodes.Informer(), pods.Informer()
+
+	store := storage.New(storage.Options{
+		Source:     o.Source,
+		History:    o.History,
+		Resolution: o.MetricResolution,
+		Window:     o.Window,
+		StaleAfter: o.StaleAfter,
+		Liveness:   liveness{nodes: nodes.Lister(), pods: pods.Lister()},
+	})
+	so, err := o.Kubelet.ScraperOptions(o.MetricResolution, restConfig)
+	if err != nil {
+		return nil, err
+	}
+	scr, err := scraper.New(so, nodes.Lister(), store)
+	if err != nil {
+		return nil, fmt.Errorf("building the kubelet scraper: %w", err)
+	}
+
+	cfg, err := o.Server.Config(version.Version)
+	if err != nil {
+		return nil, err
+	}
+	synced := []cache.InformerSynced{nodeInformer.HasSynced, podInformer.HasSynced}
+	srv, err := api.NewServer(cfg, api.Deps{
+		Metrics:         store,
+		Health:          store,
+		Nodes:           nodes.Lister(),
+		Pods:            pods.Lister(),
+		NodeSelector:    requirements(so),
+		InformersSynced: func() bool { return nodeInformer.HasSynced() && podInformer.HasSynced() },
+		Resolution:      o.MetricResolution,
+		Timeout:         o.Kubelet.RequestTimeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Wired{
+		Server:  srv,
+		Storage: store,
+		Scraper: scr,
+		start: func(stop <-chan struct{}) {
+			factory.Start(stop)
+			podFactory.Start(stop)
+		},
+		synced: synced,
+	}, nil
+}
+
+// Run starts the informers, the scraper once they have synced, and serves until ctx is done.
+func (w *Wired) Run(ctx context.Context) error {
+	w.start(ctx.Done())
+	go func() {
+		if !cache.WaitForCacheSync(ctx.Done(), w.synced...) {
+			return
+		}
+		klog.InfoS("Informers synced, starting collection")
+		w.Scraper.Run(ctx)
+	}()
+	return w.Server.PrepareRun().RunWithContext(ctx)
+}
+
+// requirements are the --node-selector's, so the API serves the nodes the scraper scrapes.
+func requirements(so scraper.Options) labels.Requirements {
+	if so.NodeSelector == nil {
+		return nil
+	}
+	reqs, _ := so.NodeSelector.Requirements()
+	return reqs
+}
+
+// liveness tells storage which nodes and Running pods still exist, from the informers.
+type liveness struct {
+	nodes corelisters.NodeLister
+	pods  cache.GenericLister
+}
+
+func (l liveness) NodeExists(name string) bool {
+	_, err := l.nodes.Get(name)
+	return err == nil
+}
+
+func (l liveness) PodExists(namespace, name string) bool {
+	_, err := l.pods.ByNamespace(namespace).Get(name)
+	return err == nil
+}

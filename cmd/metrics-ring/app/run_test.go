@@ -1,0 +1,128 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/client-go/rest"
+
+	"github.com/metrics-ring/metrics-ring/pkg/storage"
+)
+
+// TestWiring runs the wired process (informers over fake clients, storage, the real kubelet scraper against an
+// httptest kubelet, the API server on 127.0.0.1) and checks that /readyz turns ready once the first collection
+// cycle has finished, with both named checks, and that the node's metrics are then served.
+func TestWiring(t *testing.T) {
+	var scrapes atomic.Int64
+	kubelet := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A kubelet's node series: a fresh timestamp and a growing CPU counter at every scrape.
+		n := scrapes.Add(1)
+		ms := time.Now().UnixMilli()
+		fmt.Fprintf(w, "# TYPE node_cpu_usage_seconds_total counter\nnode_cpu_usage_seconds_total %g %d\n", 100+float64(n)/2, ms)
+		fmt.Fprintf(w, "# TYPE node_memory_working_set_bytes gauge\nnode_memory_working_set_bytes 1.073741824e+09 %d\n", ms)
+	}))
+	defer kubelet.Close()
+	port := kubelet.Listener.Addr().(*net.TCPAddr).Port
+
+	kube := fake.NewClientset(&corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-1"},
+		Status: corev1.NodeStatus{
+			Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}},
+			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(port)}},
+		},
+	})
+	metaScheme := metadatafake.NewTestScheme()
+	if err := metav1.AddMetaToScheme(metaScheme); err != nil {
+		t.Fatal(err)
+	}
+	meta := metadatafake.NewSimpleMetadataClient(metaScheme)
+
+	o, _, err := parse(t, "--kubelet-insecure-tls", "--kubelet-use-node-status-port", "--metric-resolution=1s",
+		"--bind-address=127.0.0.1", "--cert-dir="+t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Server.SecureServing.Listener = ln
+	o.Server.Authentication.RemoteKubeConfigFileOptional = true
+	o.Server.Authentication.SkipInClusterLookup = true
+	o.Server.Authorization.RemoteKubeConfigFileOptional = true
+
+	w, err := Wire(o, kube, meta, &rest.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second): // a bound, not an assertion
+			t.Error("did not stop")
+		}
+	}()
+
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	url := "https://" + ln.Addr().String() + "/readyz?verbose"
+	var body string
+	for i := 0; i < 300; i++ { // bounded: the first cycle needs one scrape of one loopback kubelet
+		resp, err := client.Get(url)
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			body = string(b)
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, want := range []string{"[+]informer-sync ok", "[+]metric-collection ok", "readyz check passed"} {
+		if !strings.Contains(body, want) {
+			t.Fatalf("/readyz never passed with %q:\n%s", want, body)
+		}
+	}
+	if h := w.Storage.Health(); h.Cycles == 0 || h.Source != "kubelet" {
+		t.Fatalf("storage health %+v", h)
+	}
+
+	// The second scrape (one resolution later) makes the node servable through the API.
+	var p storage.NodePoint
+	ok := false
+	for i := 0; i < 100 && !ok; i++ { // bounded
+		if p, ok = w.Storage.Node("node-1"); !ok {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if !ok || p.Memory != 1<<30 {
+		t.Fatalf("node-1 never servable (%v) or wrong memory %d after %d scrapes", ok, p.Memory, scrapes.Load())
+	}
+	nodesURL := "https://" + ln.Addr().String() + "/apis/metrics.k8s.io/v1beta1/nodes"
+	resp, err := client.Get(nodesURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	// Anonymous (no front proxy, no SubjectAccessReview) is authenticated but not authorized.
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("anonymous list nodes: %d, want 403", resp.StatusCode)
+	}
+}

@@ -1,0 +1,102 @@
+package api
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/metrics-ring/metrics-ring/pkg/storage"
+)
+
+// fakeMetrics is a MetricsReader and HealthReader with fixed answers.
+type fakeMetrics struct {
+	nodes  map[string]storage.NodePoint
+	pods   map[string]storage.PodPoint // key "ns/name"
+	err    error
+	ready  bool
+	health storage.Health
+}
+
+func (f *fakeMetrics) Node(name string) (storage.NodePoint, bool) {
+	p, ok := f.nodes[name]
+	return p, ok
+}
+func (f *fakeMetrics) Pod(ns, name string) (storage.PodPoint, bool) {
+	p, ok := f.pods[ns+"/"+name]
+	return p, ok
+}
+func (f *fakeMetrics) Unavailable() error     { return f.err }
+func (f *fakeMetrics) Ready() bool            { return f.ready }
+func (f *fakeMetrics) Health() storage.Health { return f.health }
+
+var sampleTime = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+func nodePoint(cpuNano, mem uint64) storage.NodePoint {
+	return storage.NodePoint{Timestamp: sampleTime, Window: 15 * time.Second, Usage: storage.Usage{CPU: cpuNano, Memory: mem}}
+}
+
+func podPoint(containers ...storage.ContainerPoint) storage.PodPoint {
+	return storage.PodPoint{Timestamp: sampleTime, Window: 15 * time.Second, Containers: containers}
+}
+
+func node(name string, lbls map[string]string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls}}
+}
+
+func podMeta(ns, name string, lbls map[string]string) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: lbls},
+	}
+}
+
+func nodeLister(nodes ...*corev1.Node) corelisters.NodeLister {
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, n := range nodes {
+		_ = idx.Add(n)
+	}
+	return corelisters.NewNodeLister(idx)
+}
+
+func podLister(pods ...*metav1.PartialObjectMetadata) cache.GenericLister {
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, p := range pods {
+		_ = idx.Add(p)
+	}
+	return cache.NewGenericLister(idx, schema.GroupResource{Resource: "pods"})
+}
+
+// fixture: three nodes (node-c has no metrics) and pods in two namespaces (ns-a/p3 has no metrics).
+func fixture() (*fakeMetrics, corelisters.NodeLister, cache.GenericLister) {
+	m := &fakeMetrics{
+		nodes: map[string]storage.NodePoint{
+			"node-b": nodePoint(250_000_000, 3<<30),
+			"node-a": nodePoint(1_234_567, 512<<20),
+		},
+		pods: map[string]storage.PodPoint{
+			"ns-b/p1": podPoint(storage.ContainerPoint{Name: "app", Usage: storage.Usage{CPU: 100_000_000, Memory: 10 << 20}}),
+			"ns-a/p2": podPoint(
+				storage.ContainerPoint{Name: "app", Usage: storage.Usage{CPU: 100_000_001, Memory: 20 << 20}},
+				storage.ContainerPoint{Name: "sidecar", Usage: storage.Usage{CPU: 50_000_000, Memory: 5 << 20}}),
+			"ns-a/p1": podPoint(storage.ContainerPoint{Name: "app", Usage: storage.Usage{CPU: 1, Memory: 1}}),
+		},
+	}
+	nodes := nodeLister(
+		node("node-c", map[string]string{"role": "worker"}),
+		node("node-b", map[string]string{"role": "worker"}),
+		node("node-a", map[string]string{"role": "control-plane"}),
+	)
+	pods := podLister(
+		podMeta("ns-b", "p1", map[string]string{"app": "web"}),
+		podMeta("ns-a", "p2", map[string]string{"app": "web"}),
+		podMeta("ns-a", "p1", map[string]string{"app": "db"}),
+		podMeta("ns-a", "p3", map[string]string{"app": "web"}),
+	)
+	return m, nodes, pods
+}
+
+func storageUsage(cpu, mem uint64) storage.Usage { return storage.Usage{CPU: cpu, Memory: mem} }

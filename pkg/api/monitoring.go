@@ -1,0 +1,31 @@
+package api
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+// metricFreshness is the age of every value served, so an operator sees when answers go stale before users do.
+// Request latency needs nothing here: the generic server's apiserver_request_duration_seconds already covers it.
+var metricFreshness = metrics.NewHistogram(&metrics.HistogramOpts{
+	Namespace:      "metrics_ring",
+	Subsystem:      "api",
+	Name:           "metric_freshness_seconds",
+	Help:           "Age of the metrics served: request time minus the sample timestamp.",
+	Buckets:        metrics.ExponentialBuckets(1, 1.364, 20),
+	StabilityLevel: metrics.ALPHA,
+})
+
+var registerOnce sync.Once
+
+// RegisterMetrics registers the API's metrics in the legacy registry served on /metrics. Safe to call many times.
+func RegisterMetrics() {
+	registerOnce.Do(func() { legacyregistry.MustRegister(metricFreshness) })
+}
+
+func observeFreshness(now, sampled time.Time) {
+	metricFreshness.Observe(now.Sub(sampled).Seconds())
+}

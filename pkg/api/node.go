@@ -1,0 +1,132 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/klog/v2"
+	"k8s.io/metrics/pkg/apis/metrics"
+)
+
+// NodeStorage is the REST storage of metrics.k8s.io/v1beta1 `nodes` (NodeMetrics, cluster-scoped).
+type NodeStorage struct {
+	metrics      MetricsReader
+	nodes        NodeLister
+	nodeSelector labels.Requirements
+	now          func() metav1.Time
+}
+
+var (
+	_ rest.Storage              = &NodeStorage{}
+	_ rest.KindProvider         = &NodeStorage{}
+	_ rest.Scoper               = &NodeStorage{}
+	_ rest.Getter               = &NodeStorage{}
+	_ rest.Lister               = &NodeStorage{}
+	_ rest.TableConvertor       = &NodeStorage{}
+	_ rest.SingularNameProvider = &NodeStorage{}
+)
+
+// NewNodeStorage serves the nodes of lister that have metrics in m. nodeSelector (--node-selector) restricts the
+// nodes served to those scraped, as metrics-server does; nil means all.
+func NewNodeStorage(m MetricsReader, lister NodeLister, nodeSelector labels.Requirements) *NodeStorage {
+	return &NodeStorage{metrics: m, nodes: lister, nodeSelector: nodeSelector, now: metav1.Now}
+}
+
+// New implements rest.Storage.
+func (s *NodeStorage) New() runtime.Object { return &metrics.NodeMetrics{} }
+
+// Destroy implements rest.Storage.
+func (s *NodeStorage) Destroy() {}
+
+// Kind implements rest.KindProvider.
+func (s *NodeStorage) Kind() string { return "NodeMetrics" }
+
+// NamespaceScoped implements rest.Scoper.
+func (s *NodeStorage) NamespaceScoped() bool { return false }
+
+// GetSingularName implements rest.SingularNameProvider.
+func (s *NodeStorage) GetSingularName() string { return "nodemetrics" }
+
+// NewList implements rest.Lister.
+func (s *NodeStorage) NewList() runtime.Object { return &metrics.NodeMetricsList{} }
+
+// List implements rest.Lister: every selected node with servable metrics, sorted by name.
+func (s *NodeStorage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
+	if err := unavailable(s.metrics); err != nil {
+		return nil, err
+	}
+	sel, err := listSelectors(opts, false)
+	if err != nil {
+		return nil, err
+	}
+	labelSel := sel.labels
+	if len(s.nodeSelector) > 0 {
+		labelSel = labelSel.Add(s.nodeSelector...)
+	}
+	nodes, err := s.nodes.List(labelSel)
+	if err != nil {
+		klog.ErrorS(err, "Failed listing nodes", "labelSelector", labelSel.String())
+		return nil, apierrors.NewInternalError(fmt.Errorf("listing nodes: %w", err))
+	}
+	now := s.now()
+	list := &metrics.NodeMetricsList{Items: make([]metrics.NodeMetrics, 0, len(nodes))}
+	for _, n := range nodes {
+		if !sel.matchFields("", n.Name) {
+			continue
+		}
+		if m, ok := s.nodeMetrics(n.Name, n.Labels, now); ok {
+			list.Items = append(list.Items, m)
+		}
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	return list, nil
+}
+
+// Get implements rest.Getter: the node's metrics, or 404 when the node does not exist or has none yet.
+func (s *NodeStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
+	if err := unavailable(s.metrics); err != nil {
+		return nil, err
+	}
+	node, err := s.nodes.Get(name)
+	if apierrors.IsNotFound(err) || (err == nil && node == nil) {
+		return nil, apierrors.NewNotFound(nodeResource, name)
+	}
+	if err != nil {
+		klog.ErrorS(err, "Failed getting node", "node", klog.KRef("", name))
+		return nil, apierrors.NewInternalError(fmt.Errorf("getting node %q: %w", name, err))
+	}
+	m, ok := s.nodeMetrics(node.Name, node.Labels, s.now())
+	if !ok {
+		return nil, apierrors.NewNotFound(nodeResource, name)
+	}
+	return &m, nil
+}
+
+func (s *NodeStorage) nodeMetrics(name string, lbls map[string]string, now metav1.Time) (metrics.NodeMetrics, bool) {
+	p, ok := s.metrics.Node(name)
+	if !ok {
+		return metrics.NodeMetrics{}, false
+	}
+	observeFreshness(now.Time, p.Timestamp)
+	return metrics.NodeMetrics{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls, CreationTimestamp: now},
+		Timestamp:  metav1.NewTime(p.Timestamp),
+		Window:     metav1.Duration{Duration: p.Window},
+		Usage:      resourceList(p.Usage),
+	}, true
+}
+
+// unavailable turns storage's reason to refuse service into the 503 that `kubectl top` prints.
+func unavailable(m MetricsReader) error {
+	if err := m.Unavailable(); err != nil {
+		return apierrors.NewServiceUnavailable(err.Error())
+	}
+	return nil
+}

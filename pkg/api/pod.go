@@ -1,0 +1,149 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/klog/v2"
+	"k8s.io/metrics/pkg/apis/metrics"
+)
+
+// PodStorage is the REST storage of metrics.k8s.io/v1beta1 `pods` (PodMetrics, namespaced).
+type PodStorage struct {
+	metrics MetricsReader
+	pods    PodLister
+	now     func() metav1.Time
+}
+
+var (
+	_ rest.Storage              = &PodStorage{}
+	_ rest.KindProvider         = &PodStorage{}
+	_ rest.Scoper               = &PodStorage{}
+	_ rest.Getter               = &PodStorage{}
+	_ rest.Lister               = &PodStorage{}
+	_ rest.TableConvertor       = &PodStorage{}
+	_ rest.SingularNameProvider = &PodStorage{}
+)
+
+// NewPodStorage serves the Running pods of lister that have metrics in m.
+func NewPodStorage(m MetricsReader, lister PodLister) *PodStorage {
+	return &PodStorage{metrics: m, pods: lister, now: metav1.Now}
+}
+
+// New implements rest.Storage.
+func (s *PodStorage) New() runtime.Object { return &metrics.PodMetrics{} }
+
+// Destroy implements rest.Storage.
+func (s *PodStorage) Destroy() {}
+
+// Kind implements rest.KindProvider.
+func (s *PodStorage) Kind() string { return "PodMetrics" }
+
+// NamespaceScoped implements rest.Scoper.
+func (s *PodStorage) NamespaceScoped() bool { return true }
+
+// GetSingularName implements rest.SingularNameProvider.
+func (s *PodStorage) GetSingularName() string { return "podmetrics" }
+
+// NewList implements rest.Lister.
+func (s *PodStorage) NewList() runtime.Object { return &metrics.PodMetricsList{} }
+
+// List implements rest.Lister: the selected pods of the request's namespace (all namespaces when none) that have
+// servable metrics, sorted by namespace and name.
+func (s *PodStorage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
+	if err := unavailable(s.metrics); err != nil {
+		return nil, err
+	}
+	sel, err := listSelectors(opts, true)
+	if err != nil {
+		return nil, err
+	}
+	namespace := genericapirequest.NamespaceValue(ctx)
+	var objs []runtime.Object
+	if namespace == metav1.NamespaceAll {
+		objs, err = s.pods.List(sel.labels)
+	} else {
+		objs, err = s.pods.ByNamespace(namespace).List(sel.labels)
+	}
+	if err != nil {
+		klog.ErrorS(err, "Failed listing pods", "namespace", namespace, "labelSelector", sel.labels.String())
+		return nil, apierrors.NewInternalError(fmt.Errorf("listing pods: %w", err))
+	}
+	now := s.now()
+	list := &metrics.PodMetricsList{Items: make([]metrics.PodMetrics, 0, len(objs))}
+	for _, obj := range objs {
+		pod, err := meta.Accessor(obj)
+		if err != nil {
+			klog.ErrorS(err, "Skipping pod lister object without metadata", "type", fmt.Sprintf("%T", obj))
+			continue
+		}
+		if !sel.matchFields(pod.GetNamespace(), pod.GetName()) {
+			continue
+		}
+		if m, ok := s.podMetrics(pod, now); ok {
+			list.Items = append(list.Items, m)
+		}
+	}
+	sort.Slice(list.Items, func(i, j int) bool {
+		a, b := &list.Items[i], &list.Items[j]
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+	return list, nil
+}
+
+// Get implements rest.Getter: the pod's metrics, or 404 when the pod is not Running or has none yet.
+func (s *PodStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
+	if err := unavailable(s.metrics); err != nil {
+		return nil, err
+	}
+	namespace := genericapirequest.NamespaceValue(ctx)
+	notFound := apierrors.NewNotFound(podResource, namespace+"/"+name)
+	obj, err := s.pods.ByNamespace(namespace).Get(name)
+	if apierrors.IsNotFound(err) || (err == nil && obj == nil) {
+		return nil, notFound
+	}
+	if err != nil {
+		klog.ErrorS(err, "Failed getting pod", "pod", klog.KRef(namespace, name))
+		return nil, apierrors.NewInternalError(fmt.Errorf("getting pod %s/%s: %w", namespace, name, err))
+	}
+	pod, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("pod %s/%s: %w", namespace, name, err))
+	}
+	m, ok := s.podMetrics(pod, s.now())
+	if !ok {
+		return nil, notFound
+	}
+	return &m, nil
+}
+
+func (s *PodStorage) podMetrics(pod metav1.Object, now metav1.Time) (metrics.PodMetrics, bool) {
+	p, ok := s.metrics.Pod(pod.GetNamespace(), pod.GetName())
+	if !ok {
+		return metrics.PodMetrics{}, false
+	}
+	observeFreshness(now.Time, p.Timestamp)
+	containers := make([]metrics.ContainerMetrics, len(p.Containers))
+	for i, c := range p.Containers {
+		containers[i] = metrics.ContainerMetrics{Name: c.Name, Usage: resourceList(c.Usage)}
+	}
+	return metrics.PodMetrics{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: pod.GetName(), Namespace: pod.GetNamespace(), Labels: pod.GetLabels(), CreationTimestamp: now,
+		},
+		Timestamp:  metav1.NewTime(p.Timestamp),
+		Window:     metav1.Duration{Duration: p.Window},
+		Containers: containers,
+	}, true
+}

@@ -1,0 +1,147 @@
+package api
+
+import (
+	"fmt"
+	"net"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	utilcompatibility "k8s.io/apiserver/pkg/util/compatibility"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/compatibility"
+
+	generatedopenapi "github.com/metrics-ring/metrics-ring/pkg/api/generated/openapi"
+)
+
+// ServerOptions are the generic apiserver options, the same set metrics-server v0.9 exposes (flags, defaults and
+// meaning), so a metrics-server Deployment's arguments configure metrics-ring alike. There is no etcd.
+type ServerOptions struct {
+	GenericServerRunOptions *genericoptions.ServerRunOptions
+	SecureServing           *genericoptions.SecureServingOptionsWithLoopback
+	Authentication          *genericoptions.DelegatingAuthenticationOptions
+	Authorization           *genericoptions.DelegatingAuthorizationOptions
+	Audit                   *genericoptions.AuditOptions
+	Features                *genericoptions.FeatureOptions
+}
+
+// NewServerOptions returns metrics-server's defaults: port 443, self-signed certificate in
+// apiserver.local.config/certificates, delegated authentication and authorization through the cluster.
+func NewServerOptions() *ServerOptions {
+	return &ServerOptions{
+		GenericServerRunOptions: genericoptions.NewServerRunOptionsForComponent("metrics-ring", compatibility.NewComponentGlobalsRegistry()),
+		SecureServing:           genericoptions.NewSecureServingOptions().WithLoopback(),
+		Authentication:          genericoptions.NewDelegatingAuthenticationOptions(),
+		Authorization:           genericoptions.NewDelegatingAuthorizationOptions(),
+		Audit:                   genericoptions.NewAuditOptions(),
+		Features:                genericoptions.NewFeatureOptions(),
+	}
+}
+
+// AddFlags adds the generic server flags in metrics-server's flag groups.
+func (o *ServerOptions) AddFlags(fss *cliflag.NamedFlagSets) {
+	o.GenericServerRunOptions.AddUniversalFlags(fss.FlagSet("generic"))
+	o.SecureServing.AddFlags(fss.FlagSet("apiserver secure serving"))
+	o.Authentication.AddFlags(fss.FlagSet("apiserver authentication"))
+	o.Authorization.AddFlags(fss.FlagSet("apiserver authorization"))
+	o.Audit.AddFlags(fss.FlagSet("apiserver audit log"))
+	o.Features.AddFlags(fss.FlagSet("features"))
+}
+
+// Validate checks the generic server options.
+func (o *ServerOptions) Validate() []error {
+	var errs []error
+	errs = append(errs, o.GenericServerRunOptions.Validate()...)
+	errs = append(errs, o.SecureServing.Validate()...)
+	errs = append(errs, o.Authentication.Validate()...)
+	errs = append(errs, o.Authorization.Validate()...)
+	errs = append(errs, o.Audit.Validate()...)
+	return errs
+}
+
+// Config builds the generic server configuration: TLS (a self-signed certificate in --cert-dir when none is given),
+// delegated authentication (front-proxy request headers, client certificates, TokenReview) and authorization
+// (SubjectAccessReview), audit, profiling, and OpenAPI v2 and v3 from the generated definitions.
+func (o *ServerOptions) Config(version string) (*genericapiserver.Config, error) {
+	if err := o.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil, []net.IP{net.ParseIP("127.0.0.1")}); err != nil {
+		return nil, fmt.Errorf("creating self-signed certificates: %w", err)
+	}
+	// Set before ApplyTo, which would otherwise fall back to it with a warning (metrics-server issue #1658).
+	if err := o.GenericServerRunOptions.ComponentGlobalsRegistry.Set(); err != nil {
+		return nil, fmt.Errorf("setting component globals: %w", err)
+	}
+	cfg := genericapiserver.NewConfig(Codecs)
+	if err := o.GenericServerRunOptions.ApplyTo(cfg); err != nil {
+		return nil, fmt.Errorf("applying generic server options: %w", err)
+	}
+	if err := o.SecureServing.ApplyTo(&cfg.SecureServing, &cfg.LoopbackClientConfig); err != nil {
+		return nil, fmt.Errorf("applying secure serving options: %w", err)
+	}
+
+	namer := openapinamer.NewDefinitionNamer(Scheme)
+	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(generatedopenapi.GetOpenAPIDefinitions, namer)
+	cfg.OpenAPIConfig.Info.Title = "metrics-ring"
+	cfg.OpenAPIConfig.Info.Version = version
+	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(generatedopenapi.GetOpenAPIDefinitions, namer)
+	cfg.OpenAPIV3Config.Info.Title = "metrics-ring"
+	cfg.OpenAPIV3Config.Info.Version = version
+
+	if err := o.Authentication.ApplyTo(&cfg.Authentication, cfg.SecureServing, cfg.OpenAPIConfig); err != nil {
+		return nil, fmt.Errorf("applying delegated authentication options: %w", err)
+	}
+	if err := o.Authorization.ApplyTo(&cfg.Authorization); err != nil {
+		return nil, fmt.Errorf("applying delegated authorization options: %w", err)
+	}
+	if err := o.Audit.ApplyTo(cfg); err != nil {
+		return nil, fmt.Errorf("applying audit options: %w", err)
+	}
+	// Profiling flags apply as in metrics-server; like it, we accept --enable-priority-and-fairness but keep the
+	// max-in-flight limits: APF needs the flowcontrol API and its informers, which an aggregated read-only API
+	// does not need.
+	cfg.EnableProfiling = o.Features.EnableProfiling
+	cfg.EnableContentionProfiling = o.Features.EnableContentionProfiling
+	cfg.DebugSocketPath = o.Features.DebugSocketPath
+	cfg.EffectiveVersion = utilcompatibility.DefaultBuildEffectiveVersion()
+	return cfg, nil
+}
+
+// Deps is what the server reads: storage, the informers' listers, and what the health checks need.
+type Deps struct {
+	Metrics MetricsReader
+	Health  HealthReader
+	Nodes   NodeLister
+	Pods    PodLister
+	// NodeSelector (--node-selector) restricts the nodes served to those scraped.
+	NodeSelector labels.Requirements
+	// InformersSynced reports whether the node and pod informers have synced; nil means always.
+	InformersSynced func() bool
+	// Resolution and Timeout (collection interval and per-request timeout) bound the liveness check.
+	Resolution, Timeout time.Duration
+	// Now is the clock of the health checks (default time.Now).
+	Now func() time.Time
+}
+
+// NewServer completes cfg and returns a GenericAPIServer serving metrics.k8s.io/v1beta1 with the /readyz and
+// /livez checks of DESIGN.md section 3. /metrics is the generic server's (the component-base legacy registry),
+// which includes apiserver_request_duration_seconds; the API's own metrics are registered there too.
+func NewServer(cfg *genericapiserver.Config, d Deps) (*genericapiserver.GenericAPIServer, error) {
+	RegisterMetrics()
+	s, err := cfg.Complete(nil).New("metrics-ring", genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return nil, fmt.Errorf("creating the generic API server: %w", err)
+	}
+	info := APIGroupInfo(NewNodeStorage(d.Metrics, d.Nodes, d.NodeSelector), NewPodStorage(d.Metrics, d.Pods))
+	if err := s.InstallAPIGroup(&info); err != nil {
+		return nil, fmt.Errorf("installing metrics.k8s.io: %w", err)
+	}
+	h := newHealthChecks(d.Health, d.InformersSynced, d.Resolution, d.Timeout, d.Now)
+	if err := s.AddReadyzChecks(h.readyz()...); err != nil {
+		return nil, fmt.Errorf("adding readyz checks: %w", err)
+	}
+	if err := s.AddLivezChecks(0, h.livez()...); err != nil {
+		return nil, fmt.Errorf("adding livez checks: %w", err)
+	}
+	return s, nil
+}
