@@ -3,7 +3,6 @@
 package app
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -28,10 +27,11 @@ const (
 
 // Options are all of metrics-ring's flags.
 type Options struct {
-	Server  *api.ServerOptions
-	Kubelet *KubeletOptions
-	Logging *logs.Options
-	Metrics *metrics.Options
+	Server     *api.ServerOptions
+	Kubelet    *KubeletOptions
+	Prometheus *PrometheusOptions
+	Logging    *logs.Options
+	Metrics    *metrics.Options
 
 	Kubeconfig       string
 	MetricResolution time.Duration
@@ -49,6 +49,7 @@ func NewOptions() *Options {
 	return &Options{
 		Server:           api.NewServerOptions(),
 		Kubelet:          NewKubeletOptions(),
+		Prometheus:       NewPrometheusOptions(),
 		Logging:          logs.NewOptions(),
 		Metrics:          metrics.NewOptions(),
 		MetricResolution: scraper.DefaultResolution,
@@ -66,13 +67,14 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "The path to the kubeconfig used to connect to the Kubernetes API server and the Kubelets (defaults to in-cluster config)")
 
 	ours := fss.FlagSet("metrics-ring")
-	ours.StringVar(&o.Source, "source", o.Source, "Where metrics come from: kubelet (scrape every kubelet's /metrics/resource, like metrics-server) or prometheus (not implemented yet).")
+	ours.StringVar(&o.Source, "source", o.Source, "Where metrics come from: kubelet (scrape every kubelet's /metrics/resource, like metrics-server) or prometheus (query a Prometheus-compatible API with PromQL, like prometheus-adapter's resourceRules).")
 	ours.IntVar(&o.History, "history", o.History, "Samples kept per node and container series (2 or more).")
 	ours.DurationVar(&o.Window, "window", o.Window, "Window CPU usage is averaged over (default: one --metric-resolution).")
 	ours.DurationVar(&o.StaleAfter, "stale-after", o.StaleAfter, "Age after which a node's or pod's last value is no longer served, and after which no successful collection means 503 (default: three --metric-resolution).")
 
 	o.Server.AddFlags(&fss)
 	o.Kubelet.AddFlags(fss.FlagSet("kubelet client"))
+	o.Prometheus.AddFlags(fss.FlagSet("prometheus source"))
 	o.Metrics.AddFlags(fss.FlagSet("metrics"))
 	logsapi.AddFlags(o.Logging, fss.FlagSet("logging"))
 	return fss
@@ -88,6 +90,7 @@ func (o *Options) Complete(changed func(name string) bool) {
 	}
 	// metrics-server requires the request timeout (default 10s) below 90% of the resolution; a short resolution
 	// given without a timeout gets a fitting timeout instead of an error, so --metric-resolution=1s just works.
+	o.Prometheus.complete(o.MetricResolution, changed)
 	if limit := o.MetricResolution * 9 / 10; !changed("kubelet-request-timeout") && limit > 0 && o.Kubelet.RequestTimeout > limit {
 		o.Kubelet.RequestTimeout = limit
 	}
@@ -99,7 +102,7 @@ func (o *Options) Validate() []error {
 	switch o.Source {
 	case SourceKubelet:
 	case SourcePrometheus:
-		errs = append(errs, errors.New("--source=prometheus is not implemented yet; use --source=kubelet"))
+		errs = append(errs, o.Prometheus.validate()...)
 	default:
 		errs = append(errs, fmt.Errorf("--source=%q is unknown: use kubelet or prometheus", o.Source))
 	}

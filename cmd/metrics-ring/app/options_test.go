@@ -144,7 +144,18 @@ func TestFlags(t *testing.T) {
 					t.Errorf("history %d window %v stale %v", o.History, o.Window, o.StaleAfter)
 				}
 			}},
-		{name: "prometheus not yet", args: []string{"--source=prometheus"}, wantErr: "--source=prometheus is not implemented yet"},
+		{name: "prometheus needs a URL", args: []string{"--source=prometheus"}, wantErr: "--source=prometheus needs --prometheus-url"},
+		{name: "prometheus header without value", args: []string{"--source=prometheus", "--prometheus-url=http://127.0.0.1:9090",
+			"--prometheus-header=X-Scope-OrgID"}, wantErr: `--prometheus-header "X-Scope-OrgID": want Name=value`},
+		{name: "prometheus", args: []string{"--source=prometheus", "--prometheus-url=http://127.0.0.1:9090", "--metric-resolution=5s",
+			"--prometheus-verb=POST", "--prometheus-header=X-Scope-OrgID=team-a", "--prometheus-token-file=/var/run/token"},
+			check: func(t *testing.T, o *Options) {
+				ao, err := o.Prometheus.adapterOptions(o.MetricResolution)
+				if err != nil || ao.URL != "http://127.0.0.1:9090" || ao.Method != "POST" || ao.Headers["X-Scope-OrgID"] != "team-a" ||
+					ao.BearerTokenFile != "/var/run/token" || ao.Timeout != 4500*time.Millisecond || ao.Resolution != 5*time.Second {
+					t.Errorf("adapter options %+v, err %v: want the flags, and the query timeout fitted to 90%% of the resolution", ao, err)
+				}
+			}},
 		{name: "unknown source", args: []string{"--source=statsd"}, wantErr: `--source="statsd" is unknown`},
 		{name: "history too short", args: []string{"--history=1"}, wantErr: "--history=1"},
 		{name: "sub-second resolution", args: []string{"--metric-resolution=500ms"}, wantErr: "at least 1s"},

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +19,7 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/restclient" // client-go metrics on /metrics
 	"k8s.io/klog/v2"
 
+	"github.com/metrics-ring/metrics-ring/pkg/adapter"
 	"github.com/metrics-ring/metrics-ring/pkg/api"
 	"github.com/metrics-ring/metrics-ring/pkg/scraper"
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
@@ -53,7 +55,7 @@ func Run(ctx context.Context, o *Options) error {
 type Wired struct {
 	Server  *genericapiserver.GenericAPIServer
 	Storage *storage.Storage
-	Scraper *scraper.Scraper
+	Source  source
 	start   func(stop <-chan struct{})
 	synced  []cache.InformerSynced
 }
@@ -81,9 +83,9 @@ func Wire(o *Options, client kubernetes.Interface, metaClient metadata.Interface
 	if err != nil {
 		return nil, err
 	}
-	scr, err := scraper.New(so, nodes.Lister(), store)
+	src, timeout, err := newSource(o, so, nodes.Lister(), store)
 	if err != nil {
-		return nil, fmt.Errorf("building the kubelet scraper: %w", err)
+		return nil, err
 	}
 
 	cfg, err := o.Server.Config(version.Version)
@@ -99,7 +101,7 @@ func Wire(o *Options, client kubernetes.Interface, metaClient metadata.Interface
 		NodeSelector:    requirements(so),
 		InformersSynced: func() bool { return nodeInformer.HasSynced() && podInformer.HasSynced() },
 		Resolution:      o.MetricResolution,
-		Timeout:         o.Kubelet.RequestTimeout,
+		Timeout:         timeout,
 	})
 	if err != nil {
 		return nil, err
@@ -107,7 +109,7 @@ func Wire(o *Options, client kubernetes.Interface, metaClient metadata.Interface
 	return &Wired{
 		Server:  srv,
 		Storage: store,
-		Scraper: scr,
+		Source:  src,
 		start: func(stop <-chan struct{}) {
 			factory.Start(stop)
 			podFactory.Start(stop)
@@ -124,9 +126,34 @@ func (w *Wired) Run(ctx context.Context) error {
 			return
 		}
 		klog.InfoS("Informers synced, starting collection")
-		w.Scraper.Run(ctx)
+		w.Source.Run(ctx)
 	}()
 	return w.Server.PrepareRun().RunWithContext(ctx)
+}
+
+// source is a collector feeding storage: the kubelet scraper or the Prometheus adapter.
+type source interface {
+	Run(ctx context.Context)
+}
+
+// newSource builds the --source's collector and returns the timeout bounding one of its requests.
+func newSource(o *Options, so scraper.Options, nodes scraper.NodeLister, store *storage.Storage) (source, time.Duration, error) {
+	if o.Source == SourcePrometheus {
+		ao, err := o.Prometheus.adapterOptions(o.MetricResolution)
+		if err != nil {
+			return nil, 0, err
+		}
+		a, err := adapter.New(ao, store)
+		if err != nil {
+			return nil, 0, fmt.Errorf("building the Prometheus source: %w", err)
+		}
+		return a, o.Prometheus.QueryTimeout, nil
+	}
+	s, err := scraper.New(so, nodes, store)
+	if err != nil {
+		return nil, 0, fmt.Errorf("building the kubelet scraper: %w", err)
+	}
+	return s, o.Kubelet.RequestTimeout, nil
 }
 
 // requirements are the --node-selector's, so the API serves the nodes the scraper scrapes.
