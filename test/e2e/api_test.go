@@ -1,0 +1,95 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestKubectlGetMetricsTables(t *testing.T) {
+	eventually(t, "kubectl get nodes.metrics.k8s.io to list every node as a table", settle, func(ctx context.Context) error {
+		out, err := kubectl(ctx, "", "get", "nodes.metrics.k8s.io")
+		if err != nil {
+			return err
+		}
+		header, rows, err := table(out, 1)
+		if err != nil {
+			return err
+		}
+		if err := checkHeader(header, "NAME", "CPU", "MEMORY", "WINDOW"); err != nil {
+			return err
+		}
+		return sameKeys(rows, env.sim.Truth().Nodes)
+	})
+	eventually(t, "kubectl get podmetrics -A to list every pod as a table", settle, func(ctx context.Context) error {
+		out, err := kubectl(ctx, "", "get", "podmetrics", "-A")
+		if err != nil {
+			return err
+		}
+		header, rows, err := table(out, 2)
+		if err != nil {
+			return err
+		}
+		if err := checkHeader(header, "NAMESPACE", "NAME", "CPU", "MEMORY", "WINDOW"); err != nil {
+			return err
+		}
+		return sameKeys(rows, env.sim.Truth().Pods)
+	})
+}
+
+func sameKeys[V any](rows map[string][]string, want map[string]V) error {
+	var errs []error
+	for k := range want {
+		if _, ok := rows[k]; !ok {
+			errs = append(errs, fmt.Errorf("%s missing", k))
+		}
+	}
+	for k := range rows {
+		if _, ok := want[k]; !ok {
+			errs = append(errs, fmt.Errorf("unexpected %s", k))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func TestKubectlExplainPodMetricsContainers(t *testing.T) {
+	out, err := kubectl(context.Background(), "", "explain", "podmetrics.containers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"GROUP:", "metrics.k8s.io", "KIND:", "PodMetrics", "VERSION:", "v1beta1", "FIELD: containers", "usage", "name"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl explain podmetrics.containers lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestKubectlAPIResources(t *testing.T) {
+	out, err := kubectl(context.Background(), "", "api-resources", "--api-group=metrics.k8s.io", "--no-headers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Columns: NAME [SHORTNAMES] APIVERSION NAMESPACED KIND; SHORTNAMES may be empty, so read from the right.
+	got := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 4 {
+			t.Fatalf("unexpected api-resources line %q in:\n%s", l, out)
+		}
+		got[f[0]] = strings.Join(f[len(f)-3:], " ")
+	}
+	want := map[string]string{
+		"nodes": "metrics.k8s.io/v1beta1 false NodeMetrics",
+		"pods":  "metrics.k8s.io/v1beta1 true PodMetrics",
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("api-resources %s: got %q, want %q\n%s", name, got[name], w, out)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("api-resources lists %d resources, want %d:\n%s", len(got), len(want), out)
+	}
+}

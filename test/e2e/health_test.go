@@ -1,0 +1,209 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/metrics-ring/metrics-ring/test/framework"
+)
+
+// hangingKubelet is a kubelet whose /metrics/resource answers only when released: TLS completes (its CA is
+// trusted), so the scrape waits on the response, bounded by metrics-ring's --kubelet-request-timeout.
+type hangingKubelet struct {
+	srv     *httptest.Server
+	arrived chan struct{}
+	release chan struct{}
+}
+
+func startHangingKubelet(t *testing.T, dir string) (*hangingKubelet, *framework.CA) {
+	t.Helper()
+	ca, err := framework.NewCA(dir, "hanging-kubelet-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := ca.Issue(dir, "hanging-kubelet", framework.CertSpec{CommonName: "hang", Server: true, IPs: []net.IP{net.ParseIP("127.0.0.1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(kp.CertPEM, kp.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &hangingKubelet{arrived: make(chan struct{}, 1), release: make(chan struct{})}
+	h.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case h.arrived <- struct{}{}:
+		default:
+		}
+		select {
+		case <-h.release:
+		case <-r.Context().Done():
+		}
+		http.Error(w, "released", http.StatusServiceUnavailable)
+	}))
+	h.srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	h.srv.StartTLS()
+	t.Cleanup(func() {
+		h.unblock()
+		h.srv.Close()
+	})
+	return h, ca
+}
+
+func (h *hangingKubelet) unblock() {
+	select {
+	case <-h.release:
+	default:
+		close(h.release)
+	}
+}
+
+// TestReadyzWaitsForFirstCollection starts a second metrics-ring while one kubelet hangs: /readyz must fail
+// while the first collection is still running and pass once it has finished, even though that kubelet
+// failed.
+func TestReadyzWaitsForFirstCollection(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	hang, hangCA := startHangingKubelet(t, dir)
+	port := hang.srv.Listener.Addr().(*net.TCPAddr).Port
+
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "e2e-hanging-node"}}
+	node, err := env.cp.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.cp.Client.CoreV1().Nodes().Delete(context.Background(), node.Name, metav1.DeleteOptions{})
+	})
+	node.Status = corev1.NodeStatus{
+		Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}},
+		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(port)}},
+		Conditions:      []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
+		Capacity:        corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi")},
+		Allocatable:     corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi")},
+	}
+	if _, err := env.cp.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Trust both the simulator's CA and the hanging kubelet's.
+	bundle := filepath.Join(dir, "kubelet-cas.crt")
+	simCA, err := os.ReadFile(env.simCA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bundle, append(append(simCA, '\n'), hangCA.CertPEM...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The request timeout must stay below the resolution (metrics-server's rule); both are long so that only
+	// the release below ends the first collection.
+	b, err := env.api.StartBackend(ctx, framework.BackendConfig{
+		Service: "metrics-ring-readyz", IP: "127.0.0.4", Resolution: 90 * time.Second,
+		Args: append(framework.KubeletSourceArgs(bundle), "--kubelet-request-timeout=60s"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Proc.Stop(10 * time.Second) })
+
+	err = framework.Poll(ctx, "metrics-ring to scrape the hanging kubelet", 100*time.Millisecond, 2*time.Minute, func(context.Context) (bool, error) {
+		if exited, err := b.Proc.Exited(); exited {
+			return false, framework.StopPolling(fmt.Errorf("metrics-ring exited: %v", err))
+		}
+		select {
+		case <-hang.arrived:
+			return true, nil
+		default:
+			return false, nil
+		}
+	})
+	if err != nil {
+		t.Fatalf("%v; log tail:\n%s", err, b.Proc.Tail(30))
+	}
+	// The first collection cannot have finished: one of its scrapes is waiting on us.
+	code, body, err := b.Get(ctx, "/readyz?verbose")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code == http.StatusOK {
+		t.Fatalf("/readyz is 200 while the first collection is still running:\n%s", body)
+	}
+	if !strings.Contains(body, "[-]") {
+		t.Fatalf("/readyz?verbose does not name the failing check:\n%s", body)
+	}
+	t.Logf("/readyz during the first collection (%d):\n%s", code, body)
+
+	hang.unblock()
+	if err := b.WaitReady(ctx, time.Minute); err != nil {
+		t.Fatalf("%v; log tail:\n%s", err, b.Proc.Tail(30))
+	}
+	if code, body, err = b.Get(ctx, "/readyz?verbose"); err != nil || code != http.StatusOK {
+		t.Fatalf("/readyz?verbose after the first collection: %d %v\n%s", code, err, body)
+	}
+}
+
+// TestKillAndRestart kills metrics-ring as a crash would; the API is unavailable while it is down and comes
+// back, with the truth, after a restart.
+func TestKillAndRestart(t *testing.T) {
+	ctx := context.Background()
+	alloc := nodeAllocatable(t)
+	env.kubelet.Proc.Kill()
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			_ = env.kubelet.Restart()
+		}
+	})
+	eventually(t, "kubectl top nodes to fail while metrics-ring is down", time.Minute, func(ctx context.Context) error {
+		if out, err := kubectl(ctx, "", "top", "nodes"); err == nil {
+			return fmt.Errorf("kubectl top nodes still answers:\n%s", out)
+		}
+		return nil
+	})
+	if err := env.kubelet.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	restarted = true
+	if err := env.kubelet.WaitReady(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.api.WaitAvailable(ctx, env.kubelet, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "kubectl top nodes after the restart", settle, func(ctx context.Context) error {
+		return topNodesMatchTruth(ctx, alloc)
+	})
+}
+
+// TestAPIServerRestart restarts kube-apiserver under a running metrics-ring: its informers reconnect, the
+// APIService becomes Available again and kubectl top keeps telling the truth.
+func TestAPIServerRestart(t *testing.T) {
+	ctx := context.Background()
+	alloc := nodeAllocatable(t)
+	if err := env.cp.RestartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.api.WaitAvailable(ctx, env.kubelet, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "kubectl top nodes after the kube-apiserver restart", settle, func(ctx context.Context) error {
+		return topNodesMatchTruth(ctx, alloc)
+	})
+	if _, err := env.metrics.MetricsV1beta1().NodeMetricses().Get(ctx, "no-such-node", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("GET of a node that does not exist: %v, want 404 NotFound", err)
+	}
+}

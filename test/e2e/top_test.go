@@ -1,0 +1,176 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/metrics-ring/metrics-ring/test/kubeletsim"
+)
+
+// settle bounds how long a fresh or just-restarted pipeline may take to serve everything: two samples per
+// series at one resolution each, plus slack for a loaded two-core machine.
+const settle = 30 * time.Second
+
+func nodeAllocatable(t *testing.T) map[string]corev1.ResourceList {
+	t.Helper()
+	nodes, err := env.cp.Client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc := map[string]corev1.ResourceList{}
+	for _, n := range nodes.Items {
+		alloc[n.Name] = n.Status.Allocatable
+	}
+	return alloc
+}
+
+func wantPodRow(usage map[string]kubeletsim.Usage) []string {
+	cpu, mem := cpuQuantity(0), memQuantity(0)
+	for _, u := range usage {
+		cpu.Add(cpuQuantity(u.CPUNanoCores))
+		mem.Add(memQuantity(u.MemoryBytes))
+	}
+	return []string{kubectlCPU(cpu), kubectlMem(mem)}
+}
+
+func checkHeader(got []string, want ...string) error {
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		return fmt.Errorf("header %q, want %q", got, want)
+	}
+	return nil
+}
+
+func TestKubectlTopNodes(t *testing.T) {
+	alloc := nodeAllocatable(t)
+	eventually(t, "kubectl top nodes to print the truth", settle, func(ctx context.Context) error {
+		return topNodesMatchTruth(ctx, alloc)
+	})
+}
+
+// topNodesMatchTruth runs kubectl top nodes and compares every row with the truth as kubectl prints it.
+func topNodesMatchTruth(ctx context.Context, alloc map[string]corev1.ResourceList) error {
+	truth := env.sim.Truth()
+	out, err := kubectl(ctx, "", "top", "nodes")
+	if err != nil {
+		return err
+	}
+	header, rows, err := table(out, 1)
+	if err != nil {
+		return err
+	}
+	if err := checkHeader(header, "NAME", "CPU(cores)", "CPU(%)", "MEMORY(bytes)", "MEMORY(%)"); err != nil {
+		return err
+	}
+	want := map[string][]string{}
+	for name, u := range truth.Nodes {
+		cpu, mem := cpuQuantity(u.CPUNanoCores), memQuantity(u.MemoryBytes)
+		want[name] = []string{
+			kubectlCPU(cpu), kubectlPercent(cpu, alloc[name][corev1.ResourceCPU]),
+			kubectlMem(mem), kubectlPercent(mem, alloc[name][corev1.ResourceMemory]),
+		}
+	}
+	if d := diffRows(want, rows); d != "" {
+		return errors.New(d)
+	}
+	return nil
+}
+
+func TestKubectlTopPodsAllNamespaces(t *testing.T) {
+	eventually(t, "kubectl top pods -A to print the truth", settle, func(ctx context.Context) error {
+		truth := env.sim.Truth()
+		out, err := kubectl(ctx, "", "top", "pods", "-A")
+		if err != nil {
+			return err
+		}
+		header, rows, err := table(out, 2)
+		if err != nil {
+			return err
+		}
+		if err := checkHeader(header, "NAMESPACE", "NAME", "CPU(cores)", "MEMORY(bytes)"); err != nil {
+			return err
+		}
+		want := map[string][]string{}
+		for key, containers := range truth.Pods {
+			want[key] = wantPodRow(containers)
+		}
+		if d := diffRows(want, rows); d != "" {
+			return errors.New(d)
+		}
+		return nil
+	})
+}
+
+func TestKubectlTopPodsNamespaceAndSelector(t *testing.T) {
+	ns := env.sim.Pods()[0].Namespace
+	const selector = "app=app-1"
+	pods, err := env.cp.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) == 0 {
+		t.Fatalf("the simulator registered no pod with %s in %s", selector, ns)
+	}
+	eventually(t, "kubectl top pods -n "+ns+" -l "+selector+" to print the truth", settle, func(ctx context.Context) error {
+		truth := env.sim.Truth()
+		out, err := kubectl(ctx, "", "top", "pods", "-n", ns, "-l", selector)
+		if err != nil {
+			return err
+		}
+		header, rows, err := table(out, 1)
+		if err != nil {
+			return err
+		}
+		if err := checkHeader(header, "NAME", "CPU(cores)", "MEMORY(bytes)"); err != nil {
+			return err
+		}
+		want := map[string][]string{}
+		for _, p := range pods.Items {
+			want[p.Name] = wantPodRow(truth.Pods[ns+"/"+p.Name])
+		}
+		if d := diffRows(want, rows); d != "" {
+			return errors.New(d)
+		}
+		return nil
+	})
+}
+
+// TestWorkloadChangeShowsUp changes one pod's usage and expects both the exact values (client-go) and kubectl's
+// rendering to follow within two resolutions: one scrape to see the new rate begin, one more to measure it.
+func TestWorkloadChangeShowsUp(t *testing.T) {
+	p := env.sim.Pods()[0]
+	before := env.sim.Truth().Pods[p.Namespace+"/"+p.Name]
+	t.Cleanup(func() {
+		for c, u := range before {
+			if err := env.sim.SetContainer(p.Namespace, p.Name, c, float64(u.CPUNanoCores)/1e9, u.MemoryBytes); err != nil {
+				t.Errorf("restoring %s/%s %s: %v", p.Namespace, p.Name, c, err)
+			}
+		}
+	})
+	// Make sure the old values are served first, so the change is what the poll below observes.
+	eventually(t, "the pod's current metrics", settle, func(ctx context.Context) error {
+		return podMatchesTruth(ctx, p.Namespace, p.Name)
+	})
+	if err := env.sim.SetPod(p.Namespace, p.Name, 0.75, 300<<20); err != nil {
+		t.Fatal(err)
+	}
+	// Bounded by two resolutions (one scrape to see the new rate begin, one more to measure it over a whole
+	// window), plus two seconds for scrapes and requests on a busy two-core machine.
+	eventuallyEvery(t, "the changed usage of "+p.Namespace+"/"+p.Name, 200*time.Millisecond, 2*resolution+2*time.Second, func(ctx context.Context) error {
+		return podMatchesTruth(ctx, p.Namespace, p.Name)
+	})
+	want := wantPodRow(env.sim.Truth().Pods[p.Namespace+"/"+p.Name])
+	out, err := kubectl(context.Background(), "", "top", "pod", p.Name, "-n", p.Namespace, "--no-headers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(out); strings.Join(got, " ") != strings.Join(append([]string{p.Name}, want...), " ") {
+		t.Fatalf("kubectl top pod printed %q, want %s %v", out, p.Name, want)
+	}
+}

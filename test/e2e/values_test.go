@@ -1,0 +1,131 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
+
+	"github.com/metrics-ring/metrics-ring/test/kubeletsim"
+)
+
+// checkUsage compares served usage with the truth: CPU within 1 % (it is a rate measured over a window of
+// real time), memory exact (it is a gauge).
+func checkUsage(what string, got corev1.ResourceList, want kubeletsim.Usage) error {
+	cpu, mem := got[corev1.ResourceCPU], got[corev1.ResourceMemory]
+	if !withinPercent(cpu.ScaledValue(resource.Nano), int64(want.CPUNanoCores), 1) {
+		return fmt.Errorf("%s: CPU %dn, want %dn ±1%%", what, cpu.ScaledValue(resource.Nano), want.CPUNanoCores)
+	}
+	if mem.Value() != int64(want.MemoryBytes) {
+		return fmt.Errorf("%s: memory %d, want %d", what, mem.Value(), want.MemoryBytes)
+	}
+	return nil
+}
+
+func checkPod(pm *metricsv1beta1.PodMetrics, want map[string]kubeletsim.Usage) error {
+	key := pm.Namespace + "/" + pm.Name
+	if len(pm.Containers) != len(want) {
+		var names []string
+		for _, c := range pm.Containers {
+			names = append(names, c.Name)
+		}
+		return fmt.Errorf("%s: containers %v, want %d", key, names, len(want))
+	}
+	var errs []error
+	for _, c := range pm.Containers {
+		u, ok := want[c.Name]
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s: unexpected container %s", key, c.Name))
+			continue
+		}
+		errs = append(errs, checkUsage(key+" "+c.Name, c.Usage, u))
+	}
+	if pm.Window.Duration <= 0 {
+		errs = append(errs, fmt.Errorf("%s: window %s", key, pm.Window.Duration))
+	}
+	return errors.Join(errs...)
+}
+
+func podMatchesTruth(ctx context.Context, ns, name string) error {
+	pm, err := env.metrics.MetricsV1beta1().PodMetricses(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	return checkPod(pm, env.sim.Truth().Pods[ns+"/"+name])
+}
+
+func TestMetricsAPIValuesEqualTruth(t *testing.T) {
+	eventually(t, "node metrics to equal the truth", settle, func(ctx context.Context) error {
+		truth := env.sim.Truth()
+		list, err := env.metrics.MetricsV1beta1().NodeMetricses().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		var errs []error
+		seen := map[string]bool{}
+		for _, nm := range list.Items {
+			seen[nm.Name] = true
+			want, ok := truth.Nodes[nm.Name]
+			if !ok {
+				errs = append(errs, fmt.Errorf("unexpected node %s", nm.Name))
+				continue
+			}
+			errs = append(errs, checkUsage("node "+nm.Name, nm.Usage, want))
+		}
+		for name := range truth.Nodes {
+			if !seen[name] {
+				errs = append(errs, fmt.Errorf("node %s missing", name))
+			}
+		}
+		return errors.Join(errs...)
+	})
+	eventually(t, "pod metrics to equal the truth", settle, func(ctx context.Context) error {
+		truth := env.sim.Truth()
+		list, err := env.metrics.MetricsV1beta1().PodMetricses("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		var errs []error
+		var keys []string
+		for i := range list.Items {
+			pm := &list.Items[i]
+			key := pm.Namespace + "/" + pm.Name
+			keys = append(keys, key)
+			want, ok := truth.Pods[key]
+			if !ok {
+				errs = append(errs, fmt.Errorf("unexpected pod %s", key))
+				continue
+			}
+			errs = append(errs, checkPod(pm, want))
+		}
+		if len(keys) != len(truth.Pods) {
+			errs = append(errs, fmt.Errorf("listed %d pods, the truth has %d", len(keys), len(truth.Pods)))
+		}
+		if !sort.SliceIsSorted(list.Items, func(i, j int) bool {
+			a, b := list.Items[i], list.Items[j]
+			return a.Namespace < b.Namespace || a.Namespace == b.Namespace && a.Name < b.Name
+		}) {
+			errs = append(errs, fmt.Errorf("list not sorted by namespace/name: %s", strings.Join(keys, " ")))
+		}
+		return errors.Join(errs...)
+	})
+	// Single-object reads answer the same values.
+	p := env.sim.Pods()[0]
+	eventually(t, "GET of one pod's metrics", settle, func(ctx context.Context) error {
+		return podMatchesTruth(ctx, p.Namespace, p.Name)
+	})
+	eventually(t, "GET of one node's metrics", settle, func(ctx context.Context) error {
+		nm, err := env.metrics.MetricsV1beta1().NodeMetricses().Get(ctx, p.Node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		return checkUsage("node "+p.Node, nm.Usage, env.sim.Truth().Nodes[p.Node])
+	})
+}

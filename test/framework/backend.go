@@ -1,0 +1,135 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// BackendConfig describes one metrics-ring process.
+type BackendConfig struct {
+	// Service is the ExternalName Service's name, e.g. metrics-ring-kubelet.
+	Service string
+	// IP is the loopback address it binds, e.g. 127.0.0.2; one per Service.
+	IP string
+	// Resolution is --metric-resolution.
+	Resolution time.Duration
+	// Args are the source's flags (see KubeletSourceArgs).
+	Args []string
+}
+
+// Backend is a metrics-ring process behind the aggregator.
+type Backend struct {
+	BackendConfig
+	Proc *Process
+	m    *MetricsAPI
+	hc   *http.Client
+}
+
+// KubeletSourceArgs are the kubelet-source flags an operator passes to metrics-server, for kubelets whose
+// serving certificates are signed by the CA in caFile and whose port is in the Node status.
+func KubeletSourceArgs(caFile string) []string {
+	return []string{
+		"--kubelet-use-node-status-port",
+		"--kubelet-certificate-authority=" + caFile,
+		"--kubelet-preferred-address-types=InternalIP",
+	}
+}
+
+// StartBackend issues the backend's serving certificate for <service>.<namespace>.svc, creates its Service
+// and starts metrics-ring with the flags metrics-server takes. It does not wait: see WaitReady.
+func (m *MetricsAPI) StartBackend(ctx context.Context, cfg BackendConfig) (*Backend, error) {
+	if cfg.Resolution == 0 {
+		cfg.Resolution = 2 * time.Second
+	}
+	dir := filepath.Join(m.cp.Dir, "metrics-ring")
+	host := cfg.Service + "." + m.Namespace + ".svc"
+	serving, err := m.ServingCA.Issue(dir, cfg.Service, CertSpec{
+		CommonName: host, Server: true,
+		DNSNames: []string{cfg.Service, cfg.Service + "." + m.Namespace, host, host + ".cluster.local"},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := m.createService(ctx, cfg.Service, cfg.IP); err != nil {
+		return nil, err
+	}
+	hc, err := httpsClient(m.ServingCA.CertPEM, m.cp.admin)
+	if err != nil {
+		return nil, err
+	}
+	// The certificate names the Service, not the address: verify it as the aggregator does.
+	hc.Transport.(*http.Transport).TLSClientConfig.ServerName = host
+	args := []string{
+		"--kubeconfig=" + m.Kubeconfig,
+		"--authentication-kubeconfig=" + m.Kubeconfig,
+		"--authorization-kubeconfig=" + m.Kubeconfig,
+		"--bind-address=" + cfg.IP,
+		"--secure-port=" + strconv.Itoa(m.Port),
+		"--tls-cert-file=" + serving.CertFile,
+		"--tls-private-key-file=" + serving.KeyFile,
+		"--metric-resolution=" + cfg.Resolution.String(),
+		"-v=2",
+	}
+	b := &Backend{BackendConfig: cfg, m: m, hc: hc}
+	b.Proc = NewProcess(m.cp.Dir, cfg.Service, m.cp.Tools.MetricsRing, append(args, cfg.Args...)...)
+	m.cp.track(b.Proc)
+	fmt.Fprintf(m.cp.Out, "starting metrics-ring as %s on %s\n", cfg.Service, b.URL())
+	return b, b.Proc.Start()
+}
+
+// URL is the backend's own https address (the certificate names the Service, see Get).
+func (b *Backend) URL() string {
+	return "https://" + net.JoinHostPort(b.IP, strconv.Itoa(b.m.Port))
+}
+
+// Get fetches path from the backend directly as the admin user, verifying the serving certificate against
+// the caBundle for the Service's name.
+func (b *Backend) Get(ctx context.Context, path string) (int, string, error) {
+	return getStatus(ctx, b.hc, b.URL()+path)
+}
+
+// Restart starts a stopped or killed backend again with the same flags.
+func (b *Backend) Restart() error { return b.Proc.Start() }
+
+// WaitReady waits until /readyz answers 200, failing fast if the process exits.
+func (b *Backend) WaitReady(ctx context.Context, timeout time.Duration) error {
+	return Poll(ctx, b.Service+" /readyz", 200*time.Millisecond, timeout, func(ctx context.Context) (bool, error) {
+		if exited, err := b.Proc.Exited(); exited {
+			return false, StopPolling(fmt.Errorf("%s exited: %v; log: %s", b.Service, err, b.Proc.LogFile))
+		}
+		code, body, err := b.Get(ctx, "/readyz")
+		if err != nil {
+			return false, err
+		}
+		if code != http.StatusOK {
+			return false, fmt.Errorf("status %d: %s", code, tailLines([]byte(body), 5))
+		}
+		return true, nil
+	})
+}
+
+// WaitAvailable waits until the APIService reports Available=True, failing fast if the backend it points
+// at (if given) exits.
+func (m *MetricsAPI) WaitAvailable(ctx context.Context, b *Backend, timeout time.Duration) error {
+	return Poll(ctx, "APIService "+APIServiceName+" Available", 250*time.Millisecond, timeout, func(ctx context.Context) (bool, error) {
+		if b != nil {
+			if exited, err := b.Proc.Exited(); exited {
+				return false, StopPolling(fmt.Errorf("%s exited: %v; log: %s", b.Service, err, b.Proc.LogFile))
+			}
+		}
+		ok, msg, err := m.APIServiceAvailable(ctx)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			return false, errors.New(msg)
+		}
+		return true, nil
+	})
+}

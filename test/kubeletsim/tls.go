@@ -1,0 +1,97 @@
+package kubeletsim
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"time"
+)
+
+// authority is the sim's own CA. Every node's serving certificate shares one leaf key: signing is cheap, key
+// generation is not, and at 10,000 nodes a key per node would dominate start-up for no test value.
+type authority struct {
+	cert    *x509.Certificate
+	key     *ecdsa.PrivateKey
+	pem     []byte
+	leafKey *ecdsa.PrivateKey
+}
+
+type certResult struct {
+	cert *tls.Certificate
+	err  error
+}
+
+func newAuthority() (*authority, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	leafKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "kubeletsim-ca"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	return &authority{cert: cert, key: key, leafKey: leafKey,
+		pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
+}
+
+// serving issues a serving certificate for a kubelet: its node name and its IP, as a kubelet's serving
+// certificate has, so clients can verify either address type.
+func (a *authority) serving(nodeName, host string, serial int64) (*tls.Certificate, error) {
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return nil, fmt.Errorf("kubeletsim: host %q is not an IP address", host)
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(serial),
+		Subject:      pkix.Name{CommonName: "system:node:" + nodeName, Organization: []string{"system:nodes"}},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(365 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{nodeName},
+		IPAddresses:  []net.IP{ip},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.cert, &a.leafKey.PublicKey, a.key)
+	if err != nil {
+		return nil, fmt.Errorf("kubeletsim: signing serving certificate for %s: %w", nodeName, err)
+	}
+	return &tls.Certificate{Certificate: [][]byte{der, a.cert.Raw}, PrivateKey: a.leafKey}, nil
+}
+
+// CACertPEM is the PEM of the CA that signed every node's serving certificate.
+func (s *Sim) CACertPEM() []byte { return append([]byte(nil), s.ca.pem...) }
+
+// certFor returns the node's serving certificate, issued on first use so Start stays fast for big clusters.
+func (s *Sim) certFor(n *node) (*tls.Certificate, error) {
+	n.certOnce.Do(func() {
+		c, err := s.ca.serving(n.name, s.cfg.Host, int64(n.index)+2)
+		n.cert = &certResult{cert: c, err: err}
+	})
+	return n.cert.cert, n.cert.err
+}

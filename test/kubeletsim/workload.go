@@ -1,0 +1,182 @@
+package kubeletsim
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/bits"
+	"net/http"
+	"time"
+)
+
+// counter is a cumulative CPU counter in core-nanoseconds that integrates a piecewise-constant rate over real
+// time: value(t) = base + rate*(t-since). Changing the rate folds the elapsed part into base, so the counter is
+// continuous across changes, as a cgroup's usage is.
+type counter struct {
+	base  uint64 // core-nanoseconds at since
+	since int64  // unix nanoseconds
+	rate  uint64 // nanocores
+}
+
+func (c *counter) at(now int64) uint64 {
+	if now <= c.since {
+		return c.base
+	}
+	return c.base + mulDiv(c.rate, uint64(now-c.since), uint64(time.Second))
+}
+
+func (c *counter) set(now int64, rate uint64) {
+	c.base = c.at(now)
+	if now > c.since {
+		c.since = now
+	}
+	c.rate = rate
+}
+
+// mulDiv is a*b/d without overflowing at the 128-bit product: hours at many cores exceed 64 bits in
+// nanocore-nanoseconds.
+func mulDiv(a, b, d uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	if hi >= d {
+		return math.MaxUint64
+	}
+	q, _ := bits.Div64(hi, lo, d)
+	return q
+}
+
+// Usage is what a container, pod or node uses right now.
+type Usage struct {
+	CPUNanoCores uint64 `json:"cpuNanoCores"`
+	MemoryBytes  uint64 `json:"memoryBytes"`
+}
+
+// Truth is what a correct metrics pipeline must report: nodes by name (overhead included), pods keyed
+// "namespace/name", then by container name.
+type Truth struct {
+	Nodes map[string]Usage            `json:"nodes"`
+	Pods  map[string]map[string]Usage `json:"pods"`
+}
+
+func nanoCores(cores float64) (uint64, error) {
+	if math.IsNaN(cores) || math.IsInf(cores, 0) || cores < 0 || cores > 1e6 {
+		return 0, fmt.Errorf("kubeletsim: invalid CPU rate %v cores", cores)
+	}
+	return uint64(math.Round(cores * 1e9)), nil
+}
+
+// SetContainer changes one container's CPU rate (cores) and working set (bytes) from now on.
+func (s *Sim) SetContainer(namespace, pod, container string, cpuCores float64, memoryBytes uint64) error {
+	rate, err := nanoCores(cpuCores)
+	if err != nil {
+		return err
+	}
+	p, err := s.lookup(namespace, pod)
+	if err != nil {
+		return err
+	}
+	n := p.node
+	now := timeNow().UnixNano()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, c := range p.containers {
+		if c.name == container {
+			n.cpu.set(now, n.cpu.rate-c.cpu.rate+rate)
+			c.cpu.set(now, rate)
+			c.memory = memoryBytes
+			return nil
+		}
+	}
+	return fmt.Errorf("kubeletsim: pod %s/%s has no container %q", namespace, pod, container)
+}
+
+// SetPod gives every container of a pod the same CPU rate (cores) and working set (bytes).
+func (s *Sim) SetPod(namespace, pod string, cpuCores float64, memoryBytes uint64) error {
+	rate, err := nanoCores(cpuCores)
+	if err != nil {
+		return err
+	}
+	p, err := s.lookup(namespace, pod)
+	if err != nil {
+		return err
+	}
+	n := p.node
+	now := timeNow().UnixNano()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	nodeRate := n.cpu.rate
+	for _, c := range p.containers {
+		nodeRate = nodeRate - c.cpu.rate + rate
+		c.cpu.set(now, rate)
+		c.memory = memoryBytes
+	}
+	n.cpu.set(now, nodeRate)
+	return nil
+}
+
+// RemovePod stops reporting a pod; the node's counter keeps its accumulated value (as a real node's does) and
+// only its rate drops. Unknown pods are ignored: the caller may race with its own deletes.
+func (s *Sim) RemovePod(namespace, pod string) {
+	s.mu.Lock()
+	p, ok := s.pods[key(namespace, pod)]
+	delete(s.pods, key(namespace, pod))
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	n := p.node
+	now := timeNow().UnixNano()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var sum uint64
+	for _, c := range p.containers {
+		sum += c.cpu.rate
+	}
+	n.cpu.set(now, n.cpu.rate-sum)
+	for i, q := range n.pods {
+		if q == p {
+			n.pods = append(n.pods[:i], n.pods[i+1:]...)
+			n.sortedValid = false
+			break
+		}
+	}
+}
+
+func (s *Sim) lookup(namespace, name string) (*pod, error) {
+	s.mu.RLock()
+	p, ok := s.pods[key(namespace, name)]
+	s.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("kubeletsim: unknown pod %s/%s", namespace, name)
+	}
+	return p, nil
+}
+
+// Truth returns the current usage of every node and pod.
+func (s *Sim) Truth() Truth {
+	t := Truth{Nodes: make(map[string]Usage, len(s.nodes)), Pods: map[string]map[string]Usage{}}
+	for _, n := range s.nodes {
+		n.mu.Lock()
+		nu := Usage{CPUNanoCores: n.cpu.rate, MemoryBytes: NodeOverheadMemoryBytes}
+		for _, p := range n.pods {
+			cs := make(map[string]Usage, len(p.containers))
+			for _, c := range p.containers {
+				cs[c.name] = Usage{CPUNanoCores: c.cpu.rate, MemoryBytes: c.memory}
+				nu.MemoryBytes += c.memory
+			}
+			t.Pods[key(p.namespace, p.name)] = cs
+		}
+		n.mu.Unlock()
+		t.Nodes[n.name] = nu
+	}
+	return t
+}
+
+// TruthHandler serves Truth as JSON.
+func (s *Sim) TruthHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if err := json.NewEncoder(w).Encode(s.Truth()); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		}
+	})
+}

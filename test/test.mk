@@ -1,0 +1,27 @@
+# End-to-end targets, included by the top-level Makefile (-include test/test.mk).
+# The control-plane tools (etcd, kube-apiserver, kube-controller-manager, kubectl) are built from the pinned
+# modules in test/go.mod into $(METRICS_RING_CACHE), keyed by version, the first time only; metrics-ring is
+# rebuilt from this repository every time (incrementally).
+
+METRICS_RING_TEST_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
+METRICS_RING_CACHE ?= $(HOME)/.cache/metrics-ring
+GO ?= go
+# Packages of the test module run one at a time: each starts its own control plane.
+E2E_PKGS ?= ./...
+E2E_TIMEOUT ?= 45m
+E2E_FLAGS ?=
+DEMO_FLAGS ?=
+# The pinned kubectl, built on first use (recursively expanded: only targets that use it pay for it).
+KUBECTL ?= $(shell cd $(METRICS_RING_TEST_DIR) && $(GO) run ./cmd/tools -control-plane-only -print=kubectl)
+export METRICS_RING_CACHE
+
+.PHONY: tools demo test-e2e
+
+tools: ## build the end-to-end tools into $(METRICS_RING_CACHE) (first time: a few minutes) and metrics-ring
+	cd $(METRICS_RING_TEST_DIR) && $(GO) run ./cmd/tools
+
+demo: ## a local cluster (5 simulated nodes, 40 pods) with metrics-ring behind the aggregator, until Ctrl-C
+	cd $(METRICS_RING_TEST_DIR) && $(GO) run ./cmd/demo $(DEMO_FLAGS)
+
+test-e2e: tools ## end-to-end tests against a real kube-apiserver, kubectl and HPA controller
+	cd $(METRICS_RING_TEST_DIR) && $(GO) test -count=1 -p=1 -timeout=$(E2E_TIMEOUT) $(E2E_FLAGS) $(E2E_PKGS)
