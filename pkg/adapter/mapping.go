@@ -45,24 +45,15 @@ func (u *usage) set(isCPU bool, v float64, ts model.Time, sk *skipped) {
 // that the same results always give the same batch.
 func mapContainers(cpu, mem model.Vector, qc, qm *query, sk *skipped) []storage.ContainerSample {
 	byKey := make(map[containerKey]*usage, len(cpu))
-	add := func(vec model.Vector, q *query, isCPU bool) {
-		for _, s := range vec {
-			k := containerKey{string(s.Metric[model.LabelName(q.namespace)]), string(s.Metric[model.LabelName(q.pod)]),
-				string(s.Metric[model.LabelName(q.container)])}
-			if k.namespace == "" || k.pod == "" || k.container == "" {
-				sk.unmapped++
-				continue
-			}
-			u := byKey[k]
-			if u == nil {
-				u = &usage{}
-				byKey[k] = u
-			}
-			u.set(isCPU, float64(s.Value), s.Timestamp, sk)
+	key := func(q *query) func(model.Metric) (containerKey, bool) {
+		return func(m model.Metric) (containerKey, bool) {
+			k := containerKey{string(m[model.LabelName(q.namespace)]), string(m[model.LabelName(q.pod)]),
+				string(m[model.LabelName(q.container)])}
+			return k, k.namespace != "" && k.pod != "" && k.container != ""
 		}
 	}
-	add(cpu, qc, true)
-	add(mem, qm, false)
+	collect(cpu, key(qc), byKey, true, sk)
+	collect(mem, key(qm), byKey, false, sk)
 	out := make([]storage.ContainerSample, 0, len(byKey))
 	for k, u := range byKey {
 		if !u.hasCPU || !u.hasMem {
@@ -81,23 +72,14 @@ func mapContainers(cpu, mem model.Vector, qc, qm *query, sk *skipped) []storage.
 // mapNodes joins the node CPU and memory vectors into samples, sorted by node.
 func mapNodes(cpu, mem model.Vector, qc, qm *query, sk *skipped) []storage.NodeSample {
 	byNode := make(map[string]*usage, len(cpu))
-	add := func(vec model.Vector, q *query, isCPU bool) {
-		for _, s := range vec {
-			name := string(s.Metric[model.LabelName(q.node)])
-			if name == "" {
-				sk.unmapped++
-				continue
-			}
-			u := byNode[name]
-			if u == nil {
-				u = &usage{}
-				byNode[name] = u
-			}
-			u.set(isCPU, float64(s.Value), s.Timestamp, sk)
+	key := func(q *query) func(model.Metric) (string, bool) {
+		return func(m model.Metric) (string, bool) {
+			name := string(m[model.LabelName(q.node)])
+			return name, name != ""
 		}
 	}
-	add(cpu, qc, true)
-	add(mem, qm, false)
+	collect(cpu, key(qc), byNode, true, sk)
+	collect(mem, key(qm), byNode, false, sk)
 	out := make([]storage.NodeSample, 0, len(byNode))
 	for name, u := range byNode {
 		if !u.hasCPU || !u.hasMem {
@@ -109,6 +91,24 @@ func mapNodes(cpu, mem model.Vector, qc, qm *query, sk *skipped) []storage.NodeS
 	}
 	slices.SortFunc(out, func(a, b storage.NodeSample) int { return cmp.Compare(a.Node, b.Node) })
 	return out
+}
+
+// collect adds one vector's values to the usage of the objects its series name; a series whose naming labels are
+// missing is counted as unmapped.
+func collect[K comparable](vec model.Vector, key func(model.Metric) (K, bool), into map[K]*usage, isCPU bool, sk *skipped) {
+	for _, s := range vec {
+		k, ok := key(s.Metric)
+		if !ok {
+			sk.unmapped++
+			continue
+		}
+		u := into[k]
+		if u == nil {
+			u = &usage{}
+			into[k] = u
+		}
+		u.set(isCPU, float64(s.Value), s.Timestamp, sk)
+	}
 }
 
 // evalTime is the instant every query of a poll is evaluated at, so CPU and memory describe the same moment.
