@@ -144,13 +144,19 @@ func (c *client) query(ctx context.Context, promql string, ts time.Time) (model.
 	if len(body) > maxResponseBytes {
 		return nil, nil, fmt.Errorf("response of %s is larger than %d bytes", c.endpoint, maxResponseBytes)
 	}
+	return decode(c.endpoint, resp.StatusCode, body)
+}
+
+// decode reads a Prometheus HTTP API response body: the vector of a successful instant query, or an error saying
+// what the server answered.
+func decode(endpoint string, status int, body []byte) (model.Vector, []string, error) {
 	var env apiResponse
 	if err := json.Unmarshal(body, &env); err != nil {
-		return nil, nil, fmt.Errorf("%s answered HTTP %d with no Prometheus API response: %q: %w", c.endpoint,
-			resp.StatusCode, snippet(body), err)
+		return nil, nil, fmt.Errorf("%s answered HTTP %d with no Prometheus API response: %q: %w", endpoint,
+			status, snippet(body), err)
 	}
 	if env.Status != "success" {
-		err := fmt.Errorf("Prometheus answered HTTP %d: %s: %s", resp.StatusCode, env.ErrorType, env.Error)
+		err := fmt.Errorf("Prometheus answered HTTP %d: %s: %s", status, env.ErrorType, env.Error)
 		if env.ErrorType == "timeout" {
 			err = fmt.Errorf("%w: %w", errTimeout, err)
 		}
@@ -160,7 +166,7 @@ func (c *client) query(ctx context.Context, promql string, ts time.Time) (model.
 	if err := json.Unmarshal(env.Data, &data); err != nil {
 		return nil, env.Warnings, fmt.Errorf("decoding query data: %w", err)
 	}
-	if data.ResultType != string(model.ValVector.String()) {
+	if data.ResultType != model.ValVector.String() {
 		return nil, env.Warnings, fmt.Errorf("query returned a %s, want a vector", data.ResultType)
 	}
 	var vec model.Vector
