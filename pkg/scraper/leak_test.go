@@ -72,17 +72,21 @@ func TestNoLeaksAcrossFailingCycles(t *testing.T) {
 	if _, ok := store.Node("healthy"); !ok {
 		t.Fatal("the healthy node is not served")
 	}
-	// Closing connections and goroutines happens asynchronously: give them a bounded moment.
+	// Closing connections and goroutines happens asynchronously: give them a bounded moment. A slow machine may
+	// leave one spare keep-alive connection per kubelet (a request that timed out while its dial was in flight
+	// hands the new connection to the idle pool): that is three goroutines per node (the transport's read and
+	// write loops, the fake kubelet's conn), bounded by the node count. A leak grows with the 100 cycles instead.
+	slack := 3 * len(nodes)
 	var g2 int
 	var h2 uint64
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if g2, h2 = settle(); g2 <= goroutines+2 {
+		if g2, h2 = settle(); g2 <= goroutines+slack {
 			break
 		}
 	}
-	if g2 > goroutines+2 {
+	if g2 > goroutines+slack {
 		buf := make([]byte, 1<<20)
-		t.Fatalf("goroutines %d -> %d after 100 cycles:\n%s", goroutines, g2, buf[:runtime.Stack(buf, true)])
+		t.Fatalf("goroutines %d -> %d after 100 cycles (at most %d more expected):\n%s", goroutines, g2, slack, buf[:runtime.Stack(buf, true)])
 	}
 	if h2 > heap+4<<20 {
 		t.Errorf("heap %d -> %d bytes after 100 cycles: more than 4 MiB kept", heap, h2)
