@@ -57,11 +57,17 @@ func (s *NodeStorage) GetSingularName() string { return "nodemetrics" }
 // NewList implements rest.Lister.
 func (s *NodeStorage) NewList() runtime.Object { return &metrics.NodeMetricsList{} }
 
-// List implements rest.Lister: every selected node with servable metrics, sorted by name.
+// List implements rest.Lister: every selected node with servable metrics, sorted by name, read from one snapshot
+// whose generation is the list's resourceVersion.
 func (s *NodeStorage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
 	if err := unavailable(s.metrics); err != nil {
 		return nil, err
 	}
+	snap, rv := latest(s.metrics)
+	return s.list(opts, snap, rv)
+}
+
+func (s *NodeStorage) list(opts *metainternalversion.ListOptions, snap points, rv string) (*metrics.NodeMetricsList, error) {
 	sel, err := listSelectors(opts, false)
 	if err != nil {
 		return nil, err
@@ -77,11 +83,12 @@ func (s *NodeStorage) List(ctx context.Context, opts *metainternalversion.ListOp
 	}
 	now := s.now()
 	list := &metrics.NodeMetricsList{Items: make([]metrics.NodeMetrics, 0, len(nodes))}
+	list.ResourceVersion = rv
 	for _, n := range nodes {
 		if !sel.matchFields("", n.Name) {
 			continue
 		}
-		if m, ok := s.nodeMetrics(n.Name, n.Labels, now); ok {
+		if m, ok := s.nodeMetrics(snap, rv, n.Name, n.Labels, now); ok {
 			list.Items = append(list.Items, m)
 		}
 	}
@@ -102,21 +109,22 @@ func (s *NodeStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions
 		klog.ErrorS(err, "Failed getting node", "node", klog.KRef("", name))
 		return nil, apierrors.NewInternalError(fmt.Errorf("getting node %q: %w", name, err))
 	}
-	m, ok := s.nodeMetrics(node.Name, node.Labels, s.now())
+	snap, rv := latest(s.metrics)
+	m, ok := s.nodeMetrics(snap, rv, node.Name, node.Labels, s.now())
 	if !ok {
 		return nil, apierrors.NewNotFound(nodeResource, name)
 	}
 	return &m, nil
 }
 
-func (s *NodeStorage) nodeMetrics(name string, lbls map[string]string, now metav1.Time) (metrics.NodeMetrics, bool) {
-	p, ok := s.metrics.Node(name)
+func (s *NodeStorage) nodeMetrics(snap points, rv, name string, lbls map[string]string, now metav1.Time) (metrics.NodeMetrics, bool) {
+	p, ok := snap.Node(name)
 	if !ok {
 		return metrics.NodeMetrics{}, false
 	}
 	observeFreshness(now.Time, p.Timestamp)
 	return metrics.NodeMetrics{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls, CreationTimestamp: now},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls, CreationTimestamp: now, ResourceVersion: rv},
 		Timestamp:  metav1.NewTime(p.Timestamp),
 		Window:     metav1.Duration{Duration: p.Window},
 		Usage:      resourceList(p.Usage),

@@ -62,6 +62,11 @@ func (s *PodStorage) List(ctx context.Context, opts *metainternalversion.ListOpt
 	if err := unavailable(s.metrics); err != nil {
 		return nil, err
 	}
+	snap, rv := latest(s.metrics)
+	return s.list(ctx, opts, snap, rv)
+}
+
+func (s *PodStorage) list(ctx context.Context, opts *metainternalversion.ListOptions, snap points, rv string) (*metrics.PodMetricsList, error) {
 	sel, err := listSelectors(opts, true)
 	if err != nil {
 		return nil, err
@@ -79,6 +84,7 @@ func (s *PodStorage) List(ctx context.Context, opts *metainternalversion.ListOpt
 	}
 	now := s.now()
 	list := &metrics.PodMetricsList{Items: make([]metrics.PodMetrics, 0, len(objs))}
+	list.ResourceVersion = rv
 	for _, obj := range objs {
 		pod, err := meta.Accessor(obj)
 		if err != nil {
@@ -88,7 +94,7 @@ func (s *PodStorage) List(ctx context.Context, opts *metainternalversion.ListOpt
 		if !sel.matchFields(pod.GetNamespace(), pod.GetName()) {
 			continue
 		}
-		if m, ok := s.podMetrics(pod, now); ok {
+		if m, ok := s.podMetrics(snap, rv, pod, now); ok {
 			list.Items = append(list.Items, m)
 		}
 	}
@@ -121,15 +127,16 @@ func (s *PodStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions)
 	if err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("pod %s/%s: %w", namespace, name, err))
 	}
-	m, ok := s.podMetrics(pod, s.now())
+	snap, rv := latest(s.metrics)
+	m, ok := s.podMetrics(snap, rv, pod, s.now())
 	if !ok {
 		return nil, notFound
 	}
 	return &m, nil
 }
 
-func (s *PodStorage) podMetrics(pod metav1.Object, now metav1.Time) (metrics.PodMetrics, bool) {
-	p, ok := s.metrics.Pod(pod.GetNamespace(), pod.GetName())
+func (s *PodStorage) podMetrics(snap points, rv string, pod metav1.Object, now metav1.Time) (metrics.PodMetrics, bool) {
+	p, ok := snap.Pod(pod.GetNamespace(), pod.GetName())
 	if !ok {
 		return metrics.PodMetrics{}, false
 	}
@@ -141,6 +148,7 @@ func (s *PodStorage) podMetrics(pod metav1.Object, now metav1.Time) (metrics.Pod
 	return metrics.PodMetrics{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: pod.GetName(), Namespace: pod.GetNamespace(), Labels: pod.GetLabels(), CreationTimestamp: now,
+			ResourceVersion: rv,
 		},
 		Timestamp:  metav1.NewTime(p.Timestamp),
 		Window:     metav1.Duration{Duration: p.Window},

@@ -81,6 +81,8 @@ type Storage struct {
 	health    Health
 
 	view atomic.Pointer[view] // the servable snapshot, replaced at the end of each cycle
+	// recent holds the newest views, newest last, so a watch can resume from a recent generation.
+	recent atomic.Pointer[[]*view]
 }
 
 // New returns an empty Storage.
@@ -94,7 +96,9 @@ func New(o Options) *Storage {
 		lastBatch: map[string]batchMark{},
 		health:    Health{Source: o.Source},
 	}
-	s.view.Store(&view{health: s.health})
+	first := &view{health: s.health, changed: make(chan struct{}), owner: s}
+	s.view.Store(first)
+	s.recent.Store(&[]*view{first})
 	return s
 }
 
@@ -194,29 +198,18 @@ func (s *Storage) EndCycle(success bool, err error) {
 	}
 	s.prune(now.UnixNano())
 	v := s.buildView()
-	s.view.Store(v)
+	s.publish(v)
 	seriesGauge.WithLabelValues("node").Set(float64(len(s.nodes)))
 	seriesGauge.WithLabelValues("pod").Set(float64(len(s.pods)))
 }
 
-// Node returns the servable metrics of a node.
-func (s *Storage) Node(name string) (NodePoint, bool) {
-	v := s.view.Load()
-	e, ok := v.nodes[name]
-	if !ok || s.stale(e.seen) {
-		return NodePoint{}, false
-	}
-	return e.NodePoint, true
-}
+// Node returns the servable metrics of a node in the newest view.
+func (s *Storage) Node(name string) (NodePoint, bool) { return s.view.Load().Node(name) }
 
-// Pod returns the servable metrics of a pod. The returned Containers slice is shared: callers must not modify it.
+// Pod returns the servable metrics of a pod in the newest view. The returned Containers slice is shared: callers
+// must not modify it.
 func (s *Storage) Pod(namespace, name string) (PodPoint, bool) {
-	v := s.view.Load()
-	e, ok := v.pods[podKey{namespace, name}]
-	if !ok || s.stale(e.seen) {
-		return PodPoint{}, false
-	}
-	return e.PodPoint, true
+	return s.view.Load().Pod(namespace, name)
 }
 
 func (s *Storage) stale(seen int64) bool {

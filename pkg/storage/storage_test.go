@@ -325,3 +325,39 @@ func TestHealthAndUnavailable(t *testing.T) {
 		t.Errorf("a stuck collection loop: unavailable=%v", err)
 	}
 }
+
+func TestSnapshotsAreConsistentAndRetained(t *testing.T) {
+	f := newFixture(Options{})
+	first := f.Latest()
+	if first.Generation() != 0 {
+		t.Fatalf("generation before any cycle = %d", first.Generation())
+	}
+	f.scrape(0, []NodeSample{node("n1", 0, 100, 1e9)}, nil)
+	select {
+	case <-first.Changed():
+	default:
+		t.Fatal("Changed of the previous snapshot not closed when a cycle published a new one")
+	}
+	f.scrape(15*time.Second, []NodeSample{node("n1", 15*time.Second, 103, 1e9)}, nil)
+	old := f.Latest()
+	f.scrape(30*time.Second, []NodeSample{node("n1", 30*time.Second, 109, 1e9)}, nil)
+	if p, _ := old.Node("n1"); p.CPU != 200_000_000 {
+		t.Errorf("an older snapshot changed under its reader: %+v", p)
+	}
+	if p, _ := f.Latest().Node("n1"); p.CPU != 400_000_000 || f.Latest().Generation() != 3 {
+		t.Errorf("latest = %+v at generation %d", p, f.Latest().Generation())
+	}
+	for gen := uint64(0); gen < 3+RetainedViews; gen++ {
+		f.EndCycle(true, nil)
+	}
+	latest := f.Latest().Generation()
+	if _, ok := f.At(latest - RetainedViews + 1); !ok {
+		t.Errorf("generation %d not retained (latest %d)", latest-RetainedViews+1, latest)
+	}
+	if _, ok := f.At(latest - RetainedViews); ok {
+		t.Errorf("generation %d retained beyond %d views", latest-RetainedViews, RetainedViews)
+	}
+	if s, ok := f.At(latest); !ok || s.Generation() != latest {
+		t.Errorf("At(latest) = %v, %v", s, ok)
+	}
+}

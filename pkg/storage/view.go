@@ -11,9 +11,11 @@ import (
 // view is an immutable snapshot of what is servable, published at the end of each cycle. Readers load it with one
 // atomic pointer read; staleness is checked at read time, because time passes between cycles.
 type view struct {
-	nodes  map[string]nodeEntry
-	pods   map[podKey]podEntry
-	health Health
+	nodes   map[string]nodeEntry
+	pods    map[podKey]podEntry
+	health  Health
+	changed chan struct{} // closed when the next view is published
+	owner   *Storage      // for the staleness check at read time
 }
 
 type nodeEntry struct {

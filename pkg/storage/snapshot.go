@@ -1,0 +1,66 @@
+package storage
+
+// RetainedViews is how many of the newest views storage keeps, so a watch can resume from a resourceVersion that
+// is up to RetainedViews-1 collections old (older is 410 Gone). Each view costs about one servable point per object.
+const RetainedViews = 4
+
+// Snapshot is what was servable at the end of one collection cycle. Reading several objects from one Snapshot gives
+// answers consistent with each other, whatever cycles finish meanwhile.
+type Snapshot interface {
+	Node(name string) (NodePoint, bool)
+	Pod(namespace, name string) (PodPoint, bool)
+	// Generation is the number of cycles finished when the snapshot was published: the resourceVersion.
+	Generation() uint64
+	// Changed is closed when a newer snapshot is published.
+	Changed() <-chan struct{}
+}
+
+// Node implements Snapshot.
+func (v *view) Node(name string) (NodePoint, bool) {
+	e, ok := v.nodes[name]
+	if !ok || v.owner.stale(e.seen) {
+		return NodePoint{}, false
+	}
+	return e.NodePoint, true
+}
+
+// Pod implements Snapshot.
+func (v *view) Pod(namespace, name string) (PodPoint, bool) {
+	e, ok := v.pods[podKey{namespace, name}]
+	if !ok || v.owner.stale(e.seen) {
+		return PodPoint{}, false
+	}
+	return e.PodPoint, true
+}
+
+// Generation implements Snapshot.
+func (v *view) Generation() uint64 { return v.health.Cycles }
+
+// Changed implements Snapshot.
+func (v *view) Changed() <-chan struct{} { return v.changed }
+
+// Latest returns the newest snapshot.
+func (s *Storage) Latest() Snapshot { return s.view.Load() }
+
+// At returns the snapshot of a recent generation; ok is false when it is no longer retained (or not yet published).
+func (s *Storage) At(generation uint64) (Snapshot, bool) {
+	for _, v := range *s.recent.Load() {
+		if v.Generation() == generation {
+			return v, true
+		}
+	}
+	return nil, false
+}
+
+// publish makes v the newest view and wakes whoever waits on the previous one. Called with s.mu held.
+func (s *Storage) publish(v *view) {
+	v.changed, v.owner = make(chan struct{}), s
+	prev := s.view.Swap(v)
+	recent := append([]*view(nil), *s.recent.Load()...)
+	recent = append(recent, v)
+	if len(recent) > RetainedViews {
+		recent = recent[len(recent)-RetainedViews:]
+	}
+	s.recent.Store(&recent)
+	close(prev.changed)
+}
