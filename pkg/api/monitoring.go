@@ -19,11 +19,28 @@ var metricFreshness = metrics.NewHistogram(&metrics.HistogramOpts{
 	StabilityLevel: metrics.ALPHA,
 })
 
+var (
+	watchesActive = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace:      "metrics_ring",
+		Subsystem:      "api",
+		Name:           "watches",
+		Help:           "Watches open on NodeMetrics and PodMetrics.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	watchesRejected = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace:      "metrics_ring",
+		Subsystem:      "api",
+		Name:           "watches_rejected_total",
+		Help:           "Watches refused with 429 because --max-watches were open.",
+		StabilityLevel: metrics.ALPHA,
+	})
+)
+
 var registerOnce sync.Once
 
 // RegisterMetrics registers the API's metrics in the legacy registry served on /metrics. Safe to call many times.
 func RegisterMetrics() {
-	registerOnce.Do(func() { legacyregistry.MustRegister(metricFreshness) })
+	registerOnce.Do(func() { legacyregistry.MustRegister(metricFreshness, watchesActive, watchesRejected) })
 }
 
 func observeFreshness(now, sampled time.Time) {

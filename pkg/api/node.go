@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -10,9 +11,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/metrics/pkg/apis/metrics"
+
+	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
 // NodeStorage is the REST storage of metrics.k8s.io/v1beta1 `nodes` (NodeMetrics, cluster-scoped).
@@ -21,6 +25,7 @@ type NodeStorage struct {
 	nodes        NodeLister
 	nodeSelector labels.Requirements
 	now          func() metav1.Time
+	watches      *watchHub
 }
 
 var (
@@ -29,6 +34,7 @@ var (
 	_ rest.Scoper               = &NodeStorage{}
 	_ rest.Getter               = &NodeStorage{}
 	_ rest.Lister               = &NodeStorage{}
+	_ rest.Watcher              = &NodeStorage{}
 	_ rest.TableConvertor       = &NodeStorage{}
 	_ rest.SingularNameProvider = &NodeStorage{}
 )
@@ -36,7 +42,7 @@ var (
 // NewNodeStorage serves the nodes of lister that have metrics in m. nodeSelector (--node-selector) restricts the
 // nodes served to those scraped, as metrics-server does; nil means all.
 func NewNodeStorage(m MetricsReader, lister NodeLister, nodeSelector labels.Requirements) *NodeStorage {
-	return &NodeStorage{metrics: m, nodes: lister, nodeSelector: nodeSelector, now: metav1.Now}
+	return &NodeStorage{metrics: m, nodes: lister, nodeSelector: nodeSelector, now: metav1.Now, watches: newWatchHub(0)}
 }
 
 // New implements rest.Storage.
@@ -58,14 +64,35 @@ func (s *NodeStorage) GetSingularName() string { return "nodemetrics" }
 func (s *NodeStorage) NewList() runtime.Object { return &metrics.NodeMetricsList{} }
 
 // List implements rest.Lister: every selected node with servable metrics, sorted by name, read from one snapshot
-// whose generation is the list's resourceVersion.
+// whose generation is the list's resourceVersion; limit and continue page through that snapshot.
 func (s *NodeStorage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
 	if err := unavailable(s.metrics); err != nil {
 		return nil, err
 	}
-	snap, rv := latest(s.metrics)
-	return s.list(opts, snap, rv)
+	snap, rv, after, err := snapshotFor(s.metrics, opts)
+	if err != nil {
+		return nil, err
+	}
+	list, err := s.list(opts, snap, rv)
+	if err != nil {
+		return nil, err
+	}
+	var limit int64
+	if opts != nil {
+		limit = opts.Limit
+	}
+	list.Items, list.Continue, list.RemainingItemCount, err = paginate(list.Items, nodeKey, after, limit, rv)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now().Time
+	for i := range list.Items {
+		observeFreshness(now, list.Items[i].Timestamp.Time)
+	}
+	return list, nil
 }
+
+func nodeKey(m *metrics.NodeMetrics) (string, string) { return "", m.Name }
 
 func (s *NodeStorage) list(opts *metainternalversion.ListOptions, snap points, rv string) (*metrics.NodeMetricsList, error) {
 	sel, err := listSelectors(opts, false)
@@ -110,10 +137,12 @@ func (s *NodeStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions
 		return nil, apierrors.NewInternalError(fmt.Errorf("getting node %q: %w", name, err))
 	}
 	snap, rv := latest(s.metrics)
-	m, ok := s.nodeMetrics(snap, rv, node.Name, node.Labels, s.now())
+	now := s.now()
+	m, ok := s.nodeMetrics(snap, rv, node.Name, node.Labels, now)
 	if !ok {
 		return nil, apierrors.NewNotFound(nodeResource, name)
 	}
+	observeFreshness(now.Time, m.Timestamp.Time)
 	return &m, nil
 }
 
@@ -122,7 +151,6 @@ func (s *NodeStorage) nodeMetrics(snap points, rv, name string, lbls map[string]
 	if !ok {
 		return metrics.NodeMetrics{}, false
 	}
-	observeFreshness(now.Time, p.Timestamp)
 	return metrics.NodeMetrics{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls, CreationTimestamp: now, ResourceVersion: rv},
 		Timestamp:  metav1.NewTime(p.Timestamp),
@@ -137,4 +165,45 @@ func unavailable(m MetricsReader) error {
 		return apierrors.NewServiceUnavailable(err.Error())
 	}
 	return nil
+}
+
+// Watch implements rest.Watcher: ADDED, MODIFIED and DELETED events as collections land (see startWatch).
+func (s *NodeStorage) Watch(ctx context.Context, opts *metainternalversion.ListOptions) (watch.Interface, error) {
+	sel, err := listSelectors(opts, false)
+	if err != nil {
+		return nil, err
+	}
+	return startWatch(ctx, s.watches, s.metrics, watchKind{
+		resource: nodeResource,
+		list: func(snap points, rv string) (map[string]runtime.Object, error) {
+			list, err := s.list(opts, snap, rv)
+			if err != nil {
+				return nil, err
+			}
+			objs := make(map[string]runtime.Object, len(list.Items))
+			for i := range list.Items {
+				objs[list.Items[i].Name] = &list.Items[i]
+			}
+			return objs, nil
+		},
+		gone: func(snap storage.Snapshot) []string {
+			var keys []string
+			snap.Each(func(name string) {
+				if sel.matchFields("", name) {
+					if n, err := s.nodes.Get(name); apierrors.IsNotFound(err) || (err == nil && n == nil) {
+						keys = append(keys, name)
+					}
+				}
+			}, nil)
+			return keys
+		},
+		same: func(a, b runtime.Object) bool {
+			x, y := a.(*metrics.NodeMetrics), b.(*metrics.NodeMetrics)
+			return x.Timestamp.Equal(&y.Timestamp) && x.Window == y.Window && maps.Equal(x.Labels, y.Labels) &&
+				sameUsage(x.Usage, y.Usage)
+		},
+		empty: func(key, rv string) runtime.Object {
+			return &metrics.NodeMetrics{ObjectMeta: metav1.ObjectMeta{Name: key, ResourceVersion: rv}}
+		},
+	}, opts)
 }

@@ -3,17 +3,22 @@ package api
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/metrics/pkg/apis/metrics"
+
+	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
 // PodStorage is the REST storage of metrics.k8s.io/v1beta1 `pods` (PodMetrics, namespaced).
@@ -21,6 +26,7 @@ type PodStorage struct {
 	metrics MetricsReader
 	pods    PodLister
 	now     func() metav1.Time
+	watches *watchHub
 }
 
 var (
@@ -29,13 +35,14 @@ var (
 	_ rest.Scoper               = &PodStorage{}
 	_ rest.Getter               = &PodStorage{}
 	_ rest.Lister               = &PodStorage{}
+	_ rest.Watcher              = &PodStorage{}
 	_ rest.TableConvertor       = &PodStorage{}
 	_ rest.SingularNameProvider = &PodStorage{}
 )
 
 // NewPodStorage serves the Running pods of lister that have metrics in m.
 func NewPodStorage(m MetricsReader, lister PodLister) *PodStorage {
-	return &PodStorage{metrics: m, pods: lister, now: metav1.Now}
+	return &PodStorage{metrics: m, pods: lister, now: metav1.Now, watches: newWatchHub(0)}
 }
 
 // New implements rest.Storage.
@@ -62,9 +69,30 @@ func (s *PodStorage) List(ctx context.Context, opts *metainternalversion.ListOpt
 	if err := unavailable(s.metrics); err != nil {
 		return nil, err
 	}
-	snap, rv := latest(s.metrics)
-	return s.list(ctx, opts, snap, rv)
+	snap, rv, after, err := snapshotFor(s.metrics, opts)
+	if err != nil {
+		return nil, err
+	}
+	list, err := s.list(ctx, opts, snap, rv)
+	if err != nil {
+		return nil, err
+	}
+	var limit int64
+	if opts != nil {
+		limit = opts.Limit
+	}
+	list.Items, list.Continue, list.RemainingItemCount, err = paginate(list.Items, podKey, after, limit, rv)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now().Time
+	for i := range list.Items {
+		observeFreshness(now, list.Items[i].Timestamp.Time)
+	}
+	return list, nil
 }
+
+func podKey(m *metrics.PodMetrics) (string, string) { return m.Namespace, m.Name }
 
 func (s *PodStorage) list(ctx context.Context, opts *metainternalversion.ListOptions, snap points, rv string) (*metrics.PodMetricsList, error) {
 	sel, err := listSelectors(opts, true)
@@ -128,10 +156,12 @@ func (s *PodStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions)
 		return nil, apierrors.NewInternalError(fmt.Errorf("pod %s/%s: %w", namespace, name, err))
 	}
 	snap, rv := latest(s.metrics)
-	m, ok := s.podMetrics(snap, rv, pod, s.now())
+	now := s.now()
+	m, ok := s.podMetrics(snap, rv, pod, now)
 	if !ok {
 		return nil, notFound
 	}
+	observeFreshness(now.Time, m.Timestamp.Time)
 	return &m, nil
 }
 
@@ -140,7 +170,6 @@ func (s *PodStorage) podMetrics(snap points, rv string, pod metav1.Object, now m
 	if !ok {
 		return metrics.PodMetrics{}, false
 	}
-	observeFreshness(now.Time, p.Timestamp)
 	containers := make([]metrics.ContainerMetrics, len(p.Containers))
 	for i, c := range p.Containers {
 		containers[i] = metrics.ContainerMetrics{Name: c.Name, Usage: resourceList(c.Usage)}
@@ -154,4 +183,55 @@ func (s *PodStorage) podMetrics(snap points, rv string, pod metav1.Object, now m
 		Window:     metav1.Duration{Duration: p.Window},
 		Containers: containers,
 	}, true
+}
+
+// Watch implements rest.Watcher: ADDED, MODIFIED and DELETED events as collections land (see startWatch).
+func (s *PodStorage) Watch(ctx context.Context, opts *metainternalversion.ListOptions) (watch.Interface, error) {
+	sel, err := listSelectors(opts, true)
+	if err != nil {
+		return nil, err
+	}
+	namespace := genericapirequest.NamespaceValue(ctx)
+	return startWatch(ctx, s.watches, s.metrics, watchKind{
+		resource: podResource,
+		list: func(snap points, rv string) (map[string]runtime.Object, error) {
+			list, err := s.list(ctx, opts, snap, rv)
+			if err != nil {
+				return nil, err
+			}
+			objs := make(map[string]runtime.Object, len(list.Items))
+			for i := range list.Items {
+				objs[list.Items[i].Namespace+"/"+list.Items[i].Name] = &list.Items[i]
+			}
+			return objs, nil
+		},
+		gone: func(snap storage.Snapshot) []string {
+			var keys []string
+			snap.Each(nil, func(ns, name string) {
+				if (namespace == metav1.NamespaceAll || ns == namespace) && sel.matchFields(ns, name) {
+					if p, err := s.pods.ByNamespace(ns).Get(name); apierrors.IsNotFound(err) || (err == nil && p == nil) {
+						keys = append(keys, ns+"/"+name)
+					}
+				}
+			})
+			return keys
+		},
+		same: func(a, b runtime.Object) bool {
+			x, y := a.(*metrics.PodMetrics), b.(*metrics.PodMetrics)
+			if !x.Timestamp.Equal(&y.Timestamp) || x.Window != y.Window || !maps.Equal(x.Labels, y.Labels) ||
+				len(x.Containers) != len(y.Containers) {
+				return false
+			}
+			for i := range x.Containers {
+				if x.Containers[i].Name != y.Containers[i].Name || !sameUsage(x.Containers[i].Usage, y.Containers[i].Usage) {
+					return false
+				}
+			}
+			return true
+		},
+		empty: func(key, rv string) runtime.Object {
+			ns, name, _ := strings.Cut(key, "/")
+			return &metrics.PodMetrics{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: rv}}
+		},
+	}, opts)
 }

@@ -121,6 +121,8 @@ type Deps struct {
 	Resolution, Timeout time.Duration
 	// Now is the clock of the health checks (default time.Now).
 	Now func() time.Time
+	// MaxWatches bounds the watches open at once (default DefaultMaxWatches).
+	MaxWatches int
 }
 
 // NewServer completes cfg and returns a GenericAPIServer serving metrics.k8s.io/v1beta1 with the /readyz and
@@ -132,7 +134,14 @@ func NewServer(cfg *genericapiserver.Config, d Deps) (*genericapiserver.GenericA
 	if err != nil {
 		return nil, fmt.Errorf("creating the generic API server: %w", err)
 	}
-	info := APIGroupInfo(NewNodeStorage(d.Metrics, d.Nodes, d.NodeSelector), NewPodStorage(d.Metrics, d.Pods))
+	nodes, pods := NewNodeStorage(d.Metrics, d.Nodes, d.NodeSelector), NewPodStorage(d.Metrics, d.Pods)
+	// One bound for both resources; shutdown ends every watch at once instead of waiting for their timeouts.
+	hub := newWatchHub(d.MaxWatches)
+	nodes.watches, pods.watches = hub, hub
+	if err := s.AddPreShutdownHook("metrics-ring-end-watches", hub.shutdown); err != nil {
+		return nil, fmt.Errorf("adding the watch shutdown hook: %w", err)
+	}
+	info := APIGroupInfo(nodes, pods)
 	if err := s.InstallAPIGroup(&info); err != nil {
 		return nil, fmt.Errorf("installing metrics.k8s.io: %w", err)
 	}

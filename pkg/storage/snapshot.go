@@ -9,10 +9,13 @@ const RetainedViews = 4
 type Snapshot interface {
 	Node(name string) (NodePoint, bool)
 	Pod(namespace, name string) (PodPoint, bool)
-	// Generation is the number of cycles finished when the snapshot was published: the resourceVersion.
+	// Generation grows by one with each finished cycle, from a start that grows across restarts: the
+	// resourceVersion.
 	Generation() uint64
 	// Changed is closed when a newer snapshot is published.
 	Changed() <-chan struct{}
+	// Each calls node with every node and pod with every pod the snapshot holds, stale or not; either may be nil.
+	Each(node func(name string), pod func(namespace, name string))
 }
 
 // Node implements Snapshot.
@@ -34,10 +37,24 @@ func (v *view) Pod(namespace, name string) (PodPoint, bool) {
 }
 
 // Generation implements Snapshot.
-func (v *view) Generation() uint64 { return v.health.Cycles }
+func (v *view) Generation() uint64 { return v.owner.epoch + v.health.Cycles }
 
 // Changed implements Snapshot.
 func (v *view) Changed() <-chan struct{} { return v.changed }
+
+// Each implements Snapshot.
+func (v *view) Each(node func(name string), pod func(namespace, name string)) {
+	if node != nil {
+		for name := range v.nodes {
+			node(name)
+		}
+	}
+	if pod != nil {
+		for k := range v.pods {
+			pod(k.namespace, k.name)
+		}
+	}
+}
 
 // Latest returns the newest snapshot.
 func (s *Storage) Latest() Snapshot { return s.view.Load() }

@@ -80,7 +80,11 @@ type Storage struct {
 	batches   uint64               // Store calls so far, the sequence number of series.batch
 	health    Health
 
-	view atomic.Pointer[view] // the servable snapshot, replaced at the end of each cycle
+	// epoch is the first generation: the clock in milliseconds at New. Cycles come at most once a second, so
+	// generations keep growing across restarts of the process and a watch resumed against a restarted server is
+	// told its resourceVersion is too old (410 Gone: relist) rather than from the future.
+	epoch uint64
+	view  atomic.Pointer[view] // the servable snapshot, replaced at the end of each cycle
 	// recent holds the newest views, newest last, so a watch can resume from a recent generation.
 	recent atomic.Pointer[[]*view]
 }
@@ -96,6 +100,7 @@ func New(o Options) *Storage {
 		lastBatch: map[string]batchMark{},
 		health:    Health{Source: o.Source},
 	}
+	s.epoch = uint64(o.Now().UnixMilli())
 	first := &view{health: s.health, changed: make(chan struct{}), owner: s}
 	s.view.Store(first)
 	s.recent.Store(&[]*view{first})
@@ -222,5 +227,5 @@ func (s *Storage) Health() Health { return s.view.Load().health }
 // Ready reports whether the first collection cycle has finished, whatever its outcome.
 func (s *Storage) Ready() bool { return s.view.Load().health.Cycles > 0 }
 
-// Generation is the number of finished cycles; it changes when the servable view does.
-func (s *Storage) Generation() uint64 { return s.view.Load().health.Cycles }
+// Generation identifies the servable view: it grows by one with each finished cycle (see epoch).
+func (s *Storage) Generation() uint64 { return s.view.Load().Generation() }

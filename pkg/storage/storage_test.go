@@ -304,7 +304,7 @@ func TestHealthAndUnavailable(t *testing.T) {
 		t.Fatalf("after a failed first cycle: ready=%v unavailable=%v", f.Ready(), err)
 	}
 	f.EndCycle(true, nil)
-	if err := f.Unavailable(); err != nil || f.Generation() != 2 {
+	if err := f.Unavailable(); err != nil || f.Generation() != uint64(t0.UnixMilli())+2 {
 		t.Fatalf("after a success: unavailable=%v generation=%d", err, f.Generation())
 	}
 	f.clock.now = t0.Add(40 * time.Second)
@@ -329,8 +329,8 @@ func TestHealthAndUnavailable(t *testing.T) {
 func TestSnapshotsAreConsistentAndRetained(t *testing.T) {
 	f := newFixture(Options{})
 	first := f.Latest()
-	if first.Generation() != 0 {
-		t.Fatalf("generation before any cycle = %d", first.Generation())
+	if first.Generation() != uint64(t0.UnixMilli()) {
+		t.Fatalf("generation before any cycle = %d, want the clock in milliseconds", first.Generation())
 	}
 	f.scrape(0, []NodeSample{node("n1", 0, 100, 1e9)}, nil)
 	select {
@@ -344,7 +344,7 @@ func TestSnapshotsAreConsistentAndRetained(t *testing.T) {
 	if p, _ := old.Node("n1"); p.CPU != 200_000_000 {
 		t.Errorf("an older snapshot changed under its reader: %+v", p)
 	}
-	if p, _ := f.Latest().Node("n1"); p.CPU != 400_000_000 || f.Latest().Generation() != 3 {
+	if p, _ := f.Latest().Node("n1"); p.CPU != 400_000_000 || f.Latest().Generation() != first.Generation()+3 {
 		t.Errorf("latest = %+v at generation %d", p, f.Latest().Generation())
 	}
 	for gen := uint64(0); gen < 3+RetainedViews; gen++ {

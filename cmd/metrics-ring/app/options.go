@@ -42,6 +42,7 @@ type Options struct {
 	History    int
 	Window     time.Duration // 0: one resolution
 	StaleAfter time.Duration // 0: three resolutions
+	MaxWatches int
 }
 
 // NewOptions returns the defaults of DESIGN.md section 2.
@@ -55,6 +56,7 @@ func NewOptions() *Options {
 		MetricResolution: scraper.DefaultResolution,
 		Source:           SourceKubelet,
 		History:          16,
+		MaxWatches:       api.DefaultMaxWatches,
 	}
 }
 
@@ -71,6 +73,8 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	ours.IntVar(&o.History, "history", o.History, "Samples kept per node and container series (2 or more).")
 	ours.DurationVar(&o.Window, "window", o.Window, "Window CPU usage is averaged over (default: one --metric-resolution).")
 	ours.DurationVar(&o.StaleAfter, "stale-after", o.StaleAfter, "Age after which a node's or pod's last value is no longer served, and after which no successful collection means 503 (default: three --metric-resolution).")
+
+	ours.IntVar(&o.MaxWatches, "max-watches", o.MaxWatches, "Watches on NodeMetrics and PodMetrics open at once; beyond it a watch gets 429 Too Many Requests.")
 
 	o.Server.AddFlags(&fss)
 	o.Kubelet.AddFlags(fss.FlagSet("kubelet client"))
@@ -117,6 +121,9 @@ func (o *Options) Validate() []error {
 	}
 	if o.Window < 0 {
 		errs = append(errs, fmt.Errorf("--window=%v must be positive", o.Window))
+	}
+	if o.MaxWatches < 1 {
+		errs = append(errs, fmt.Errorf("--max-watches=%d must be at least 1", o.MaxWatches))
 	}
 	if o.StaleAfter < 0 {
 		errs = append(errs, fmt.Errorf("--stale-after=%v must be positive", o.StaleAfter))

@@ -102,6 +102,7 @@ func Wire(o *Options, client kubernetes.Interface, metaClient metadata.Interface
 		InformersSynced: func() bool { return nodeInformer.HasSynced() && podInformer.HasSynced() },
 		Resolution:      o.MetricResolution,
 		Timeout:         timeout,
+		MaxWatches:      o.MaxWatches,
 	})
 	if err != nil {
 		return nil, err
