@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -201,11 +203,55 @@ func TestHPAScalesDeploymentOnCPU(t *testing.T) {
 				return fmt.Errorf("truth: %dn over the pods implies %d replicas; deployment wants %v (ready %d), HPA current %d desired %d, conditions %v",
 					sum, want, ptr.Deref(d.Spec.Replicas, -1), d.Status.ReadyReplicas, h.Status.CurrentReplicas, h.Status.DesiredReplicas, h.Status.Conditions)
 			}
-			return nil
+			return hpaAgreesWithTruthAndTop(ctx, h, sum, want)
 		})
 		want, _ := impliedReplicas()
 		t.Logf("%.2f cores: scaled to %d replicas", load, want)
 	}
+}
+
+// hpaAgreesWithTruthAndTop compares the HPA's status.currentMetrics (what it read from the metrics API) with the
+// truth, and `kubectl top pods` with both: the average CPU per pod within 2 % of the truth's, and kubectl top's sum
+// within 2 % plus its rounding (kubectl rounds each pod up to a whole millicore).
+func hpaAgreesWithTruthAndTop(ctx context.Context, h *autoscalingv2.HorizontalPodAutoscaler, sum uint64, replicas int32) error {
+	var current *autoscalingv2.MetricValueStatus
+	for _, m := range h.Status.CurrentMetrics {
+		if m.Type == autoscalingv2.ResourceMetricSourceType && m.Resource != nil && m.Resource.Name == corev1.ResourceCPU {
+			current = &m.Resource.Current
+		}
+	}
+	if current == nil || current.AverageValue == nil || current.AverageUtilization == nil {
+		return fmt.Errorf("HPA status.currentMetrics has no CPU average: %+v", h.Status.CurrentMetrics)
+	}
+	avg := sum / uint64(replicas)
+	if got := current.AverageValue.ScaledValue(resource.Nano); !withinPercent(got, int64(avg), 2) {
+		return fmt.Errorf("HPA currentMetrics average CPU %dn, truth %dn per pod over %d pods", got, avg, replicas)
+	}
+	if util, want := int64(*current.AverageUtilization), int64(avg*100/hpaRequestNano); util < want-1 || util > want+1 {
+		return fmt.Errorf("HPA currentMetrics utilization %d%%, truth %d%%", util, want)
+	}
+	out, err := kubectl(ctx, "", "top", "pods", "-n", hpaNamespace, "-l", "app=web", "--no-headers")
+	if err != nil {
+		return err
+	}
+	var milli, rows int64
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 || !strings.HasSuffix(f[1], "m") {
+			return fmt.Errorf("kubectl top pods row %q", line)
+		}
+		v, err := strconv.ParseInt(strings.TrimSuffix(f[1], "m"), 10, 64)
+		if err != nil {
+			return fmt.Errorf("kubectl top pods row %q: %w", line, err)
+		}
+		milli, rows = milli+v, rows+1
+	}
+	hpaTotal := current.AverageValue.MilliValue() * int64(replicas)
+	if rows != int64(replicas) || milli < hpaTotal*98/100 || milli > hpaTotal*102/100+rows {
+		return fmt.Errorf("kubectl top pods: %d pods using %dm, the HPA saw %d pods averaging %s (%dm in all)",
+			rows, milli, replicas, current.AverageValue.String(), hpaTotal)
+	}
+	return nil
 }
 
 // deleteWorkload removes what the test created. No namespace or garbage-collector controller runs here, so
