@@ -300,3 +300,24 @@ func TestWatchBookmarksUnavailableAndLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchListInitialEvents is what client-go's WatchList (sendInitialEvents=true) asks: ADDED for everything, then
+// the bookmark that marks the end of the initial events.
+func TestWatchListInitialEvents(t *testing.T) {
+	c := newCluster(t)
+	c.addNode("node-a", nil)
+	g := c.cycle(map[string]float64{"node-a": 0.5}, nil)
+	initial := true
+	w, err := c.nodeStorage().Watch(context.Background(), &metainternalversion.ListOptions{
+		SendInitialEvents: &initial, AllowWatchBookmarks: true, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	wantEvents(t, events(t, w, 1), "ADDED node-a")
+	ev := next(t, w)
+	m, ok := ev.Object.(*metrics.NodeMetrics)
+	if ev.Type != watch.Bookmark || !ok || m.Annotations[metav1.InitialEventsAnnotationKey] != "true" || rvOf(t, m) != g {
+		t.Fatalf("after the initial events: %s %+v, want the initial-events-end BOOKMARK at %d", ev.Type, ev.Object, g)
+	}
+}
