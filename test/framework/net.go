@@ -115,7 +115,10 @@ func getStatus(ctx context.Context, c *http.Client, url string) (int, string, er
 		return 0, "", err
 	}
 	defer resp.Body.Close()
-	buf := make([]byte, 64<<10)
-	n, _ := io.ReadFull(resp.Body, buf)
-	return resp.StatusCode, string(buf[:n]), nil
+	// Bounded, and large enough for a whole /metrics page.
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return resp.StatusCode, string(body), fmt.Errorf("reading %s: %w", url, err)
+	}
+	return resp.StatusCode, string(body), nil
 }

@@ -1,0 +1,125 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// TestNodeDeleted deletes a Node: its metrics and its series in metrics-ring's own /metrics go, and come back when
+// the node is registered again.
+func TestNodeDeleted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	nodes := env.sim.Nodes()
+	name := nodes[len(nodes)-1]
+	series := fmt.Sprintf(`metrics_ring_kubelet_node_up{node=%q}`, name)
+	eventually(t, "node "+name+" served and in /metrics", settle, func(ctx context.Context) error {
+		if _, err := env.metrics.MetricsV1beta1().NodeMetricses().Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return err
+		}
+		return selfMetric(ctx, series, true)
+	})
+
+	if err := env.cp.Client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := env.sim.Register(ctx, env.cp.Client); err != nil {
+			t.Errorf("registering the node again: %v", err)
+		}
+		alloc := nodeAllocatable(t)
+		eventually(t, "every node back in kubectl top", settle, func(ctx context.Context) error {
+			return topNodesMatchTruth(ctx, alloc)
+		})
+	})
+	eventually(t, "the deleted node's metrics and series to go", settle, func(ctx context.Context) error {
+		_, err := env.metrics.MetricsV1beta1().NodeMetricses().Get(ctx, name, metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("get %s: %v, want 404", name, err)
+		}
+		out, err := kubectl(ctx, "", "top", "nodes", "--no-headers")
+		if err != nil {
+			return err
+		}
+		if strings.Contains(out, name+" ") {
+			return fmt.Errorf("kubectl top nodes still lists %s:\n%s", name, out)
+		}
+		return selfMetric(ctx, series, false)
+	})
+}
+
+// selfMetric checks whether metrics-ring's /metrics has a series starting with prefix.
+func selfMetric(ctx context.Context, prefix string, want bool) error {
+	code, body, err := env.kubelet.Get(ctx, "/metrics")
+	if err != nil || code != 200 {
+		return fmt.Errorf("GET /metrics: %d %v", code, err)
+	}
+	if has := strings.Contains(body, prefix); has != want {
+		return fmt.Errorf("/metrics has %s: %v, want %v", prefix, has, want)
+	}
+	return nil
+}
+
+// TestPodRecreatedUnderSameName deletes a pod and creates another with the same name and different usage: the
+// first value served for the new pod is the new pod's, never a rate across the old and new containers' counters.
+func TestPodRecreatedUnderSameName(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ref := env.sim.Pods()[2]
+	pods := env.cp.Client.CoreV1().Pods(ref.Namespace)
+	eventually(t, ref.Name+" served", settle, func(ctx context.Context) error {
+		return podMatchesTruth(ctx, ref.Namespace, ref.Name)
+	})
+	old, err := pods.Get(ctx, ref.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pods.Delete(ctx, ref.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	env.sim.RemovePod(ref.Namespace, ref.Name)
+	fresh := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: old.Name, Namespace: old.Namespace, Labels: old.Labels},
+		Spec:       corev1.PodSpec{NodeName: old.Spec.NodeName, Containers: old.Spec.Containers},
+	}
+	eventually(t, "the old pod to be gone from the API", settle, func(ctx context.Context) error {
+		_, err := pods.Get(ctx, ref.Name, metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("get: %v", err)
+		}
+		return nil
+	})
+	recreated := time.Now()
+	created, err := pods.Create(ctx, fresh, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.sim.AddPod(ctx, env.cp.Client, "", created, 0.111, 33<<20); err != nil {
+		t.Fatal(err)
+	}
+	want := env.sim.Truth().Pods[ref.Namespace+"/"+ref.Name]
+	eventuallyEvery(t, "the recreated pod to be served", 100*time.Millisecond, settle, func(ctx context.Context) error {
+		pm, err := env.metrics.MetricsV1beta1().PodMetricses(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !pm.Timestamp.Time.After(recreated) {
+			return fmt.Errorf("still the old pod's sample from %v", pm.Timestamp)
+		}
+		// The first sample of the new pod: it must already be the new pod's usage.
+		if err := checkPod(pm, want); err != nil {
+			t.Fatalf("the first value served for the recreated pod mixes in the old one: %v", err)
+		}
+		return nil
+	})
+}
