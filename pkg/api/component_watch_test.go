@@ -69,3 +69,37 @@ func TestComponentWatchAndPages(t *testing.T) {
 		}
 	}
 }
+
+// TestComponentWatchersDisconnecting fills --max-watches, sees the next watch refused with 429, then has the clients
+// go away mid-stream: their slots come back, so clients that disconnect leave nothing behind.
+func TestComponentWatchersDisconnecting(t *testing.T) {
+	ts := startTestServer(t)
+	c := ts.metricsClient(t, false).MetricsV1beta1()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	clients, disconnect := context.WithCancel(ctx)
+	for i := 0; i < maxTestWatches; i++ {
+		w, err := c.PodMetricses("").Watch(clients, metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("watch %d: %v", i, err)
+		}
+		if ev := <-w.ResultChan(); ev.Type != watch.Added {
+			t.Fatalf("watch %d: first event %s", i, ev.Type)
+		}
+	}
+	if _, err := c.NodeMetricses().Watch(ctx, metav1.ListOptions{}); !apierrors.IsTooManyRequests(err) {
+		t.Fatalf("a watch beyond --max-watches: %v, want 429", err)
+	}
+	disconnect()
+	for i := 0; ; i++ { // the server notices the closed connections and frees the slots
+		w, err := c.NodeMetricses().Watch(ctx, metav1.ListOptions{})
+		if err == nil {
+			w.Stop()
+			break
+		}
+		if !apierrors.IsTooManyRequests(err) || i == 100 {
+			t.Fatalf("a watch after the clients went away: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -40,6 +40,9 @@ type testClock struct {
 func (c *testClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
 func (c *testClock) Set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
 
+// maxTestWatches is the test server's --max-watches.
+const maxTestWatches = 3
+
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
 // feed stores two kubelet scrapes of node-a 15s apart: node CPU 0.25 cores, 3Gi; pod ns-a/web-1 containers app
@@ -111,6 +114,7 @@ func startTestServer(t *testing.T) *testServer {
 		Metrics: ts.store, Health: ts.store, Nodes: nodes.Lister(), Pods: pods.Lister(),
 		InformersSynced: func() bool { return nodeInf.HasSynced() && podInf.HasSynced() },
 		Resolution:      15 * time.Second, Timeout: 10 * time.Second, Now: ts.clock.Now,
+		MaxWatches: maxTestWatches,
 	})
 	if err != nil {
 		t.Fatal(err)

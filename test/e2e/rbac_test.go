@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -91,4 +94,32 @@ func testRBAC(t *testing.T, user, role string) {
 		}
 		return nil
 	})
+}
+
+// TestUnauthenticated: a bearer token nobody issued is 401 Unauthorized through the aggregator and directly at
+// metrics-ring (which asks kube-apiserver's TokenReview, as a delegated authenticator does), never data.
+func TestUnauthenticated(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, target := range []struct{ name, url string }{
+		{"through the aggregator", env.cp.URL},
+		{"directly", env.kubelet.URL()},
+	} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.url+"/apis/metrics.k8s.io/v1beta1/nodes", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer not-a-token-anyone-issued")
+		// Only who the client is matters here, not who the server is: loopback, so skip verification.
+		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", target.name, err)
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s: %d, want 401: %s", target.name, resp.StatusCode, body)
+		}
+	}
 }
