@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"testing"
+	"time"
 
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/metrics/pkg/apis/metrics"
 	"k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
@@ -74,3 +76,53 @@ type countingWriter struct{ n int }
 func (w *countingWriter) Write(p []byte) (int, error) { w.n += len(p); return len(p), nil }
 
 var _ io.Writer = (*countingWriter)(nil)
+
+// BenchmarkListPodsRepeated is many clients listing every pod (30,000, JSON) within one collection, from real
+// storage: "shared" is a plain list, built and encoded once per collection and copied to each later request;
+// "unshared" asks for a page larger than the list, which is built and encoded for every request, as every list
+// was before lists were shared.
+func BenchmarkListPodsRepeated(b *testing.B) {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	st := storage.New(storage.Options{Source: "prometheus", Resolution: 15 * time.Second, Now: func() time.Time { return sampleTime }})
+	batch := &storage.Batch{CPU: storage.CPURate, Window: time.Minute}
+	for n := 0; n < 1000; n++ {
+		for p := 0; p < 30; p++ {
+			ns, name := fmt.Sprintf("ns-%d", p%10), fmt.Sprintf("app-%d-%d", n, p)
+			_ = indexer.Add(podMeta(ns, name, map[string]string{"app": name}))
+			for _, c := range []string{"app", "sidecar"} {
+				batch.Containers = append(batch.Containers, storage.ContainerSample{Namespace: ns, Pod: name, Container: c,
+					Sample: storage.Sample{Timestamp: sampleTime, CPU: 0.123456789, Memory: 100 << 20}})
+			}
+		}
+	}
+	st.Store(batch)
+	st.EndCycle(true, nil)
+	s := NewPodStorage(st, cache.NewGenericLister(indexer, podResource))
+	ctx := genericapirequest.WithNamespace(context.Background(), metav1.NamespaceAll)
+	info, _ := runtime.SerializerInfoForMediaType(Codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
+	enc := Codecs.EncoderForVersion(info.Serializer, v1beta1.SchemeGroupVersion)
+	for _, tc := range []struct {
+		name  string
+		limit int64
+	}{{"unshared", 1 << 20}, {"shared", 0}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var size int
+			for b.Loop() {
+				obj, err := s.List(ctx, &metainternalversion.ListOptions{Limit: tc.limit})
+				if err != nil {
+					b.Fatal(err)
+				}
+				w := &countingWriter{}
+				if err := enc.Encode(obj, w); err != nil {
+					b.Fatal(err)
+				}
+				size = w.n
+			}
+			if size < 30000*100 {
+				b.Fatalf("encoded %d bytes: not 30,000 pods", size)
+			}
+			b.ReportMetric(float64(size), "bytes/list")
+		})
+	}
+}

@@ -26,6 +26,7 @@ type NodeStorage struct {
 	nodeSelector labels.Requirements
 	now          func() metav1.Time
 	watches      *watchHub
+	lists        listCache[*sharedNodeList]
 }
 
 var (
@@ -73,19 +74,39 @@ func (s *NodeStorage) List(ctx context.Context, opts *metainternalversion.ListOp
 	if err != nil {
 		return nil, err
 	}
-	list, err := s.list(opts, snap, rv)
-	if err != nil {
-		return nil, err
-	}
 	var limit int64
 	if opts != nil {
 		limit = opts.Limit
+	}
+	now := s.now().Time
+	if rv != "" && after == "" && limit <= 0 {
+		shared, err := s.lists.get(rv, selectorKey(opts), func() (*sharedNodeList, error) {
+			list, err := s.list(opts, snap, rv)
+			if err != nil {
+				return nil, err
+			}
+			return &sharedNodeList{NodeMetricsList: list}, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(shared.Items) == 0 {
+			// The handler sets an empty list's items in place; an empty list is cheap, so each request gets its own.
+			return &metrics.NodeMetricsList{ListMeta: shared.ListMeta, Items: []metrics.NodeMetrics{}}, nil
+		}
+		for i := range shared.Items {
+			observeFreshness(now, shared.Items[i].Timestamp.Time)
+		}
+		return shared, nil
+	}
+	list, err := s.list(opts, snap, rv)
+	if err != nil {
+		return nil, err
 	}
 	list.Items, list.Continue, list.RemainingItemCount, err = paginate(list.Items, nodeKey, after, limit, rv)
 	if err != nil {
 		return nil, err
 	}
-	now := s.now().Time
 	for i := range list.Items {
 		observeFreshness(now, list.Items[i].Timestamp.Time)
 	}

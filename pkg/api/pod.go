@@ -27,6 +27,7 @@ type PodStorage struct {
 	pods    PodLister
 	now     func() metav1.Time
 	watches *watchHub
+	lists   listCache[*sharedPodList]
 }
 
 var (
@@ -73,19 +74,40 @@ func (s *PodStorage) List(ctx context.Context, opts *metainternalversion.ListOpt
 	if err != nil {
 		return nil, err
 	}
-	list, err := s.list(ctx, opts, snap, rv)
-	if err != nil {
-		return nil, err
-	}
 	var limit int64
 	if opts != nil {
 		limit = opts.Limit
+	}
+	now := s.now().Time
+	if rv != "" && after == "" && limit <= 0 {
+		key := genericapirequest.NamespaceValue(ctx) + "\x00" + selectorKey(opts)
+		shared, err := s.lists.get(rv, key, func() (*sharedPodList, error) {
+			list, err := s.list(ctx, opts, snap, rv)
+			if err != nil {
+				return nil, err
+			}
+			return &sharedPodList{PodMetricsList: list}, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(shared.Items) == 0 {
+			// The handler sets an empty list's items in place; an empty list is cheap, so each request gets its own.
+			return &metrics.PodMetricsList{ListMeta: shared.ListMeta, Items: []metrics.PodMetrics{}}, nil
+		}
+		for i := range shared.Items {
+			observeFreshness(now, shared.Items[i].Timestamp.Time)
+		}
+		return shared, nil
+	}
+	list, err := s.list(ctx, opts, snap, rv)
+	if err != nil {
+		return nil, err
 	}
 	list.Items, list.Continue, list.RemainingItemCount, err = paginate(list.Items, podKey, after, limit, rv)
 	if err != nil {
 		return nil, err
 	}
-	now := s.now().Time
 	for i := range list.Items {
 		observeFreshness(now, list.Items[i].Timestamp.Time)
 	}

@@ -22,6 +22,9 @@ var columns = []metav1.TableColumnDefinition{
 // ConvertToTable implements rest.TableConvertor.
 func (s *NodeStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
 	table := &metav1.Table{ColumnDefinitions: columns}
+	if shared, ok := obj.(*sharedNodeList); ok {
+		obj = shared.NodeMetricsList
+	}
 	switch t := obj.(type) {
 	case *metrics.NodeMetrics:
 		table.ResourceVersion = t.ResourceVersion
@@ -42,6 +45,9 @@ func (s *NodeStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ ru
 // ConvertToTable implements rest.TableConvertor; a pod's usage is the sum over its containers.
 func (s *PodStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
 	table := &metav1.Table{ColumnDefinitions: columns}
+	if shared, ok := obj.(*sharedPodList); ok {
+		obj = shared.PodMetricsList
+	}
 	switch t := obj.(type) {
 	case *metrics.PodMetrics:
 		table.ResourceVersion = t.ResourceVersion

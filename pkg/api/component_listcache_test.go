@@ -1,0 +1,146 @@
+package api
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/metrics/pkg/apis/metrics"
+
+	"github.com/metrics-ring/metrics-ring/pkg/storage"
+)
+
+// TestComponentSharedLists reads lists through the real server while they are shared between requests of one
+// collection: every format and view of a shared list is what an unshared one would be, a namespace or selector
+// never gets another request's list, a new collection is served at once, and concurrent readers of an empty or a
+// full list race on nothing (run with -race).
+func TestComponentSharedLists(t *testing.T) {
+	ts := startTestServer(t)
+	admin := ts.httpClient(t, "alice", []string{"system:masters"})
+	const pods = "/apis/metrics.k8s.io/v1beta1/pods"
+	const table = "application/json;as=Table;g=meta.k8s.io;v=v1"
+
+	_, first := get(t, admin, ts.url+pods, "")
+	_, again := get(t, admin, ts.url+pods, "")
+	if first != again || !strings.Contains(first, `"name":"web-1"`) || !strings.Contains(first, `"name":"db-1"`) {
+		t.Fatalf("two lists of one collection differ or lack pods:\n%s\n%s", trim(first), trim(again))
+	}
+	views := []struct{ path, accept, want, notWant string }{
+		{pods, table, `"cells":["web-1","150m","25Mi","15s"]`, ""},
+		{pods, "application/vnd.kubernetes.protobuf", "PodMetricsList", ""},
+		{pods, "application/yaml", "name: db-1", ""},
+		{"/apis/metrics.k8s.io/v1beta1/namespaces/ns-a/pods", "", `"name":"web-1"`, `"db-1"`},
+		{"/apis/metrics.k8s.io/v1beta1/namespaces/ns-b/pods", "", `"name":"db-1"`, `"web-1"`},
+		{pods + "?labelSelector=app%3Dweb", "", `"name":"web-1"`, `"db-1"`},
+		{pods + "?fieldSelector=metadata.name%3Ddb-1", "", `"name":"db-1"`, `"web-1"`},
+		{pods + "?labelSelector=app%3Dnone", "", `"items":[]`, `"web-1"`},
+		{pods, "", `"name":"web-1"`, ""}, // the full list is still intact after every other view
+	}
+	for _, v := range views {
+		code, body := get(t, admin, ts.url+v.path, v.accept)
+		if code != 200 || !strings.Contains(body, v.want) || (v.notWant != "" && strings.Contains(body, v.notWant)) {
+			t.Errorf("GET %s (%s): %d, want %q and not %q: %s", v.path, v.accept, code, v.want, v.notWant, trim(body))
+		}
+	}
+
+	// The next collection: web-1's app container used 0.4 cores. The next list serves it.
+	next := t0.Add(30 * time.Second)
+	ts.clock.Set(next.Add(time.Second))
+	feedPod(ts.store, next, 10+0.1*15+0.4*15)
+	_, fresh := get(t, admin, ts.url+pods+"?labelSelector=app%3Dweb", table)
+	if !strings.Contains(fresh, `"cells":["web-1","450m"`) {
+		t.Errorf("after a collection the list still serves the previous one: %s", trim(fresh))
+	}
+
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			path := pods
+			if i%2 == 1 {
+				path += "?labelSelector=app%3Dnone"
+			}
+			if code, body := get(t, admin, ts.url+path, ""); code != 200 {
+				t.Errorf("concurrent GET %s: %d %s", path, code, trim(body))
+			}
+		}(i)
+	}
+	wg.Wait()
+}
+
+// feedPod stores one collection at ts in which only web-1's app container moved, to cumulative cpu.
+func feedPod(s *storage.Storage, ts time.Time, cpu float64) {
+	s.Store(&storage.Batch{Key: "node-a", CPU: storage.CPUCumulative, Containers: []storage.ContainerSample{
+		{Namespace: "ns-a", Pod: "web-1", Container: "app", Sample: storage.Sample{Timestamp: ts, StartTime: t0.Add(-time.Hour), CPU: cpu, Memory: 20 << 20}},
+		{Namespace: "ns-a", Pod: "web-1", Container: "sidecar", Sample: storage.Sample{Timestamp: ts, StartTime: t0.Add(-time.Hour), CPU: 5 + 0.05*30, Memory: 5 << 20}},
+	}})
+	s.EndCycle(true, nil)
+}
+
+// TestListsSharedWithinOneCollection: requests of one collection with the same namespace and selectors get one
+// list (built and encoded once); pages are never shared, and a new collection builds a new list.
+func TestListsSharedWithinOneCollection(t *testing.T) {
+	c := newCluster(t)
+	c.addPod("ns-a", "p1")
+	c.addPod("ns-b", "p1")
+	c.cycle(nil, map[string]float64{"ns-a/p1": 0.1, "ns-b/p1": 0.3})
+	s := c.podStorage()
+	all := context.Background()
+	nsA := genericapirequest.WithNamespace(all, "ns-a")
+	list := func(ctx context.Context, opts *metainternalversion.ListOptions) any {
+		t.Helper()
+		obj, err := s.List(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj
+	}
+	one, two := list(all, &metainternalversion.ListOptions{}), list(all, &metainternalversion.ListOptions{})
+	if one != two {
+		t.Error("two lists of all pods in one collection were built twice")
+	}
+	if a := list(nsA, &metainternalversion.ListOptions{}); a == one || len(podItems(t, a)) != 1 {
+		t.Errorf("the ns-a list is the all-namespaces list or wrong: %d items", len(podItems(t, a)))
+	}
+	if l := list(all, listOpts(t, "app=x", "")); l == one {
+		t.Error("a label-selected list is the unselected list")
+	}
+	if p := list(all, &metainternalversion.ListOptions{Limit: 1}); p == list(all, &metainternalversion.ListOptions{Limit: 1}) {
+		t.Error("pages are shared")
+	}
+	c.cycle(nil, map[string]float64{"ns-a/p1": 0.2, "ns-b/p1": 0.3})
+	if three := list(all, &metainternalversion.ListOptions{}); three == one {
+		t.Error("a new collection served the previous collection's list")
+	}
+}
+
+// podItems reads the items of a PodStorage list, shared or not.
+func podItems(t *testing.T, obj any) []metrics.PodMetrics {
+	t.Helper()
+	switch l := obj.(type) {
+	case *metrics.PodMetricsList:
+		return l.Items
+	case *sharedPodList:
+		return l.Items
+	}
+	t.Fatalf("not a pod list: %T", obj)
+	return nil
+}
+
+// podListRV is the resourceVersion of a PodStorage list, shared or not.
+func podListRV(t *testing.T, obj any) string {
+	t.Helper()
+	switch l := obj.(type) {
+	case *metrics.PodMetricsList:
+		return l.ResourceVersion
+	case *sharedPodList:
+		return l.ResourceVersion
+	}
+	t.Fatalf("not a pod list: %T", obj)
+	return ""
+}

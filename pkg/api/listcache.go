@@ -1,0 +1,135 @@
+package api
+
+import (
+	"bytes"
+	"io"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/metrics/pkg/apis/metrics"
+)
+
+// Lists are built once per collection and shared: the first request for a given namespace and selectors after a
+// collection lands builds the list and, per wire format, encodes it; later requests for the same collection get
+// the same list and copy the encoded bytes. A list of every pod of a 1,000-node cluster is about 10 MB of JSON,
+// and encoding it costs far more than building it, so dashboards, `kubectl top -A` and load balancers polling
+// together cost one encoding per collection instead of one per request.
+//
+// The apiserver encodes through runtime.CacheableObject, the interface its watch cache uses to share encodings
+// between watchers. Which objects exist is as the informers saw them when the list was built, at most one
+// collection ago. Paged lists (limit, continue) are not shared.
+
+// maxCachedLists bounds the lists kept per resource for the newest collection. HPAs ask for their own namespace
+// and selector once per sync, so they rarely repeat within one collection; what repeats is a handful of wide lists.
+const maxCachedLists = 8
+
+// listCache holds the shared lists of the newest collection, keyed by namespace and selectors.
+type listCache[L runtime.Object] struct {
+	mu      sync.Mutex
+	rv      string // the collection the entries were built from
+	entries map[string]L
+}
+
+// get returns the list for key at collection rv, building it with build when it is not shared yet.
+func (c *listCache[L]) get(rv, key string, build func() (L, error)) (L, error) {
+	c.mu.Lock()
+	if c.rv != rv {
+		c.rv, c.entries = rv, map[string]L{}
+	}
+	if l, ok := c.entries[key]; ok {
+		c.mu.Unlock()
+		return l, nil
+	}
+	c.mu.Unlock()
+	// Built outside the lock: concurrent first requests may each build, and one of them is kept.
+	l, err := build()
+	if err != nil {
+		return l, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rv == rv {
+		if kept, ok := c.entries[key]; ok {
+			return kept, nil
+		}
+		if len(c.entries) < maxCachedLists {
+			c.entries[key] = l
+		}
+	}
+	return l, nil
+}
+
+// encodings caches one list's encoding per encoder (JSON, protobuf, YAML, pretty JSON).
+type encodings struct {
+	mu   sync.Mutex
+	byID map[runtime.Identifier]*encoded
+	// encoding serializes encoders: the versioning codec sets and restores the list's TypeMeta while it encodes.
+	encoding sync.Mutex
+}
+
+type encoded struct {
+	once sync.Once
+	data []byte
+	err  error
+}
+
+func (e *encodings) cacheEncode(obj runtime.Object, id runtime.Identifier, encode func(runtime.Object, io.Writer) error, w io.Writer) error {
+	e.mu.Lock()
+	if e.byID == nil {
+		e.byID = map[runtime.Identifier]*encoded{}
+	}
+	enc, ok := e.byID[id]
+	if !ok {
+		enc = &encoded{}
+		e.byID[id] = enc
+	}
+	e.mu.Unlock()
+	enc.once.Do(func() {
+		e.encoding.Lock()
+		defer e.encoding.Unlock()
+		var buf bytes.Buffer
+		// The list is never modified once shared (conversion to v1beta1 copies), so the encoder gets it itself
+		// rather than a deep copy.
+		enc.err = encode(obj, &buf)
+		enc.data = buf.Bytes()
+	})
+	if enc.err != nil {
+		return enc.err
+	}
+	_, err := w.Write(enc.data)
+	return err
+}
+
+// sharedNodeList is a NodeMetricsList shared between requests; it embeds the list, so everything that reads a list
+// (tables, metadata-only lists, audit) reads it as one.
+type sharedNodeList struct {
+	*metrics.NodeMetricsList
+	enc encodings
+}
+
+// CacheEncode implements runtime.CacheableObject.
+func (l *sharedNodeList) CacheEncode(id runtime.Identifier, encode func(runtime.Object, io.Writer) error, w io.Writer) error {
+	return l.enc.cacheEncode(l.NodeMetricsList, id, encode, w)
+}
+
+// GetObject implements runtime.CacheableObject.
+func (l *sharedNodeList) GetObject() runtime.Object { return l.NodeMetricsList.DeepCopyObject() }
+
+// sharedPodList is sharedNodeList for pods.
+type sharedPodList struct {
+	*metrics.PodMetricsList
+	enc encodings
+}
+
+// CacheEncode implements runtime.CacheableObject.
+func (l *sharedPodList) CacheEncode(id runtime.Identifier, encode func(runtime.Object, io.Writer) error, w io.Writer) error {
+	return l.enc.cacheEncode(l.PodMetricsList, id, encode, w)
+}
+
+// GetObject implements runtime.CacheableObject.
+func (l *sharedPodList) GetObject() runtime.Object { return l.PodMetricsList.DeepCopyObject() }
+
+var (
+	_ runtime.CacheableObject = &sharedNodeList{}
+	_ runtime.CacheableObject = &sharedPodList{}
+)
