@@ -1,0 +1,260 @@
+package prometheus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
+
+	"github.com/metrics-ring/metrics-ring/test/framework"
+	"github.com/metrics-ring/metrics-ring/test/kubeletsim"
+)
+
+const (
+	// warmup bounds how long the Prometheus source may take to serve the truth after Prometheus starts. The
+	// default queries take rate() over [1m], and rate() extrapolates only half a scrape interval before the
+	// first sample of a range: it underestimates until a whole minute of samples exists.
+	warmup = 3 * time.Minute
+	// settle bounds how long a swap or a restart may take to show: a few resolutions, with slack for a
+	// loaded two-core machine.
+	settle = time.Minute
+	// cpuPct is the tolerance on CPU: a rate computed by Prometheus from samples stamped in milliseconds, and
+	// by the kubelet source over its own window.
+	cpuPct = 2
+	// promWindow is the window the default queries' [1m] range gives; the kubelet source's is about one
+	// resolution, so the window says which backend answered.
+	promWindow = time.Minute
+)
+
+// snapshot is one backend's answer: usage per node and per namespace/pod/container, and every window.
+type snapshot struct {
+	nodes   map[string]corev1.ResourceList
+	pods    map[string]map[string]corev1.ResourceList
+	windows map[string]time.Duration // by "node/NAME" and "pod/NS/NAME"
+}
+
+func newSnapshot(nodes []metricsv1beta1.NodeMetrics, pods []metricsv1beta1.PodMetrics) snapshot {
+	s := snapshot{nodes: map[string]corev1.ResourceList{}, pods: map[string]map[string]corev1.ResourceList{},
+		windows: map[string]time.Duration{}}
+	for _, n := range nodes {
+		s.nodes[n.Name] = n.Usage
+		s.windows["node/"+n.Name] = n.Window.Duration
+	}
+	for _, p := range pods {
+		key := p.Namespace + "/" + p.Name
+		cs := map[string]corev1.ResourceList{}
+		for _, c := range p.Containers {
+			cs[c.Name] = c.Usage
+		}
+		s.pods[key] = cs
+		s.windows["pod/"+key] = p.Window.Duration
+	}
+	return s
+}
+
+// viaAggregator reads every node's and pod's metrics through kube-apiserver with client-go, as controllers do.
+func viaAggregator(ctx context.Context) (snapshot, error) {
+	nodes, err := env.metrics.MetricsV1beta1().NodeMetricses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return snapshot{}, fmt.Errorf("listing NodeMetrics: %w", err)
+	}
+	pods, err := env.metrics.MetricsV1beta1().PodMetricses("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return snapshot{}, fmt.Errorf("listing PodMetrics: %w", err)
+	}
+	return newSnapshot(nodes.Items, pods.Items), nil
+}
+
+// direct reads every node's and pod's metrics from one backend, bypassing the APIService.
+func direct(ctx context.Context, b *framework.Backend) (snapshot, error) {
+	var nodes metricsv1beta1.NodeMetricsList
+	var pods metricsv1beta1.PodMetricsList
+	for path, into := range map[string]any{"/apis/metrics.k8s.io/v1beta1/nodes": &nodes, "/apis/metrics.k8s.io/v1beta1/pods": &pods} {
+		code, body, err := b.Get(ctx, path)
+		if err != nil {
+			return snapshot{}, fmt.Errorf("%s %s: %w", b.Service, path, err)
+		}
+		if code != http.StatusOK {
+			return snapshot{}, fmt.Errorf("%s %s: status %d: %s", b.Service, path, code, body)
+		}
+		if err := json.Unmarshal([]byte(body), into); err != nil {
+			return snapshot{}, fmt.Errorf("%s %s: %w", b.Service, path, err)
+		}
+	}
+	return newSnapshot(nodes.Items, pods.Items), nil
+}
+
+// withinPct reports whether got is within pct percent of want.
+func withinPct(got, want, pct float64) bool { return math.Abs(got-want) <= math.Abs(want)*pct/100 }
+
+func nanoCores(l corev1.ResourceList) int64 {
+	q := l[corev1.ResourceCPU]
+	return q.ScaledValue(resource.Nano)
+}
+
+func memBytes(l corev1.ResourceList) int64 {
+	q := l[corev1.ResourceMemory]
+	return q.Value()
+}
+
+// checkUsage compares one object's usage with a reference: CPU within cpuPct, memory exact (a gauge the
+// simulator holds constant, so every scrape and Prometheus' latest sample carry the same bytes).
+func checkUsage(what string, got corev1.ResourceList, wantCPU, wantMem int64) error {
+	var errs []error
+	if g := nanoCores(got); !withinPct(float64(g), float64(wantCPU), cpuPct) {
+		errs = append(errs, fmt.Errorf("%s: CPU %dn, want %dn ±%d%%", what, g, wantCPU, cpuPct))
+	}
+	if g := memBytes(got); g != wantMem {
+		errs = append(errs, fmt.Errorf("%s: memory %d, want %d", what, g, wantMem))
+	}
+	return errors.Join(errs...)
+}
+
+// matchTruth checks that s holds exactly the simulator's nodes, pods and containers with their usage.
+func matchTruth(s snapshot, truth kubeletsim.Truth) error {
+	want := snapshot{nodes: map[string]corev1.ResourceList{}, pods: map[string]map[string]corev1.ResourceList{}}
+	for name, u := range truth.Nodes {
+		want.nodes[name] = usageList(u)
+	}
+	for key, cs := range truth.Pods {
+		want.pods[key] = map[string]corev1.ResourceList{}
+		for c, u := range cs {
+			want.pods[key][c] = usageList(u)
+		}
+	}
+	return match(s, want)
+}
+
+func usageList(u kubeletsim.Usage) corev1.ResourceList {
+	return corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewScaledQuantity(int64(u.CPUNanoCores), resource.Nano),
+		corev1.ResourceMemory: *resource.NewQuantity(int64(u.MemoryBytes), resource.BinarySI),
+	}
+}
+
+// match checks that got has exactly want's objects and containers, each within checkUsage's tolerance.
+func match(got, want snapshot) error {
+	var errs []error
+	for name, w := range want.nodes {
+		g, ok := got.nodes[name]
+		if !ok {
+			errs = append(errs, fmt.Errorf("node %s missing", name))
+			continue
+		}
+		errs = append(errs, checkUsage("node "+name, g, nanoCores(w), memBytes(w)))
+	}
+	for name := range got.nodes {
+		if _, ok := want.nodes[name]; !ok {
+			errs = append(errs, fmt.Errorf("unexpected node %s", name))
+		}
+	}
+	for key, wcs := range want.pods {
+		gcs, ok := got.pods[key]
+		if !ok {
+			errs = append(errs, fmt.Errorf("pod %s missing", key))
+			continue
+		}
+		if len(gcs) != len(wcs) {
+			errs = append(errs, fmt.Errorf("pod %s: %d containers, want %d", key, len(gcs), len(wcs)))
+		}
+		for c, w := range wcs {
+			g, ok := gcs[c]
+			if !ok {
+				errs = append(errs, fmt.Errorf("pod %s: container %s missing", key, c))
+				continue
+			}
+			errs = append(errs, checkUsage("pod "+key+" "+c, g, nanoCores(w), memBytes(w)))
+		}
+	}
+	for key := range got.pods {
+		if _, ok := want.pods[key]; !ok {
+			errs = append(errs, fmt.Errorf("unexpected pod %s", key))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// servedBy says which backend produced s, from its windows: exactly promWindow for the Prometheus source,
+// a few resolutions at most for the kubelet source; "" when s is empty or mixed.
+func servedBy(s snapshot) string {
+	prom, kubelet := 0, 0
+	for _, w := range s.windows {
+		switch {
+		case w == promWindow:
+			prom++
+		case w > 0 && w <= 3*resolution:
+			kubelet++
+		}
+	}
+	switch n := len(s.windows); {
+	case n > 0 && prom == n:
+		return prometheusService
+	case n > 0 && kubelet == n:
+		return kubeletService
+	}
+	return ""
+}
+
+// describeWindows summarises s's windows for failure messages.
+func describeWindows(s snapshot) string {
+	count := map[time.Duration]int{}
+	for _, w := range s.windows {
+		count[w]++
+	}
+	var parts []string
+	for w, n := range count {
+		parts = append(parts, fmt.Sprintf("%d×%s", n, w))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+// parseTop parses `kubectl top` output into rows keyed by the first keyCols fields joined by "/", after
+// checking the header.
+func parseTop(out string, keyCols int, header ...string) (map[string][]string, error) {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if got := strings.Fields(lines[0]); strings.Join(got, " ") != strings.Join(header, " ") {
+		return nil, fmt.Errorf("header %q, want %q", got, header)
+	}
+	rows := map[string][]string{}
+	for _, l := range lines[1:] {
+		f := strings.Fields(l)
+		if len(f) != len(header) {
+			return nil, fmt.Errorf("row %q has %d fields, want %d", l, len(f), len(header))
+		}
+		key := strings.Join(f[:keyCols], "/")
+		if _, dup := rows[key]; dup {
+			return nil, fmt.Errorf("row %q listed twice", key)
+		}
+		rows[key] = f[keyCols:]
+	}
+	return rows, nil
+}
+
+// checkTopCell compares a printed CPU and memory with the truth as kubectl prints it: kubectl rounds CPU up
+// to whole millicores, so a value within cpuPct may print one millicore more; memory prints as whole MiB.
+func checkTopCell(what, cpu, mem string, wantNano, wantBytes uint64) error {
+	m, err := strconv.ParseInt(strings.TrimSuffix(cpu, "m"), 10, 64)
+	if err != nil || !strings.HasSuffix(cpu, "m") {
+		return fmt.Errorf("%s: CPU %q is not in millicores", what, cpu)
+	}
+	want := float64(wantNano) / 1e6
+	if math.Abs(float64(m)-want) > max(want*cpuPct/100, 1) {
+		return fmt.Errorf("%s: CPU %s, want %.3fm ±%d%%", what, cpu, want, cpuPct)
+	}
+	if w := fmt.Sprintf("%dMi", wantBytes>>20); mem != w {
+		return fmt.Errorf("%s: memory %s, want %s", what, mem, w)
+	}
+	return nil
+}
