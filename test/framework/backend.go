@@ -21,6 +21,9 @@ type BackendConfig struct {
 	Resolution time.Duration
 	// Args are the source's flags (see KubeletSourceArgs).
 	Args []string
+	// Binary is the program to run; empty means the metrics-ring built from this repository. The scale
+	// benchmark sets it to metrics-server, which takes the same flags, to compare the two on one cluster.
+	Binary string
 }
 
 // Backend is a metrics-ring process behind the aggregator.
@@ -77,9 +80,13 @@ func (m *MetricsAPI) StartBackend(ctx context.Context, cfg BackendConfig) (*Back
 		"-v=2",
 	}
 	b := &Backend{BackendConfig: cfg, m: m, hc: hc}
-	b.Proc = NewProcess(m.cp.Dir, cfg.Service, m.cp.Tools.MetricsRing, append(args, cfg.Args...)...)
+	bin := cfg.Binary
+	if bin == "" {
+		bin = m.cp.Tools.MetricsRing
+	}
+	b.Proc = NewProcess(m.cp.Dir, cfg.Service, bin, append(args, cfg.Args...)...)
 	m.cp.track(b.Proc)
-	fmt.Fprintf(m.cp.Out, "starting metrics-ring as %s on %s\n", cfg.Service, b.URL())
+	fmt.Fprintf(m.cp.Out, "starting %s as %s on %s\n", filepath.Base(bin), cfg.Service, b.URL())
 	return b, b.Proc.Start()
 }
 

@@ -27,6 +27,9 @@ type Options struct {
 	Dir string
 	// Out receives progress lines; nil discards them.
 	Out io.Writer
+	// ExtraAPIServerArgs are appended to kube-apiserver's flags (a later flag wins), e.g. higher in-flight
+	// limits for the scale benchmark.
+	ExtraAPIServerArgs []string
 }
 
 // ControlPlane is a running etcd + kube-apiserver (+ kube-controller-manager).
@@ -43,6 +46,7 @@ type ControlPlane struct {
 	Client          kubernetes.Interface
 
 	admin     *KeyPair
+	extraArgs []string
 	etcd      *Process
 	apiserver *Process
 	kcm       *Process
@@ -62,7 +66,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", opts.Dir, err)
 	}
-	cp = &ControlPlane{Dir: opts.Dir, Tools: opts.Tools, Out: opts.Out}
+	cp = &ControlPlane{Dir: opts.Dir, Tools: opts.Tools, Out: opts.Out, extraArgs: opts.ExtraAPIServerArgs}
 	defer func() {
 		if err != nil {
 			cp.DumpLogs(cp.Out, 40)
@@ -180,6 +184,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 		// The kubernetes Service's endpoints cannot be a loopback address; nothing here needs them.
 		"--endpoint-reconciler-type=none",
 		"-v=1")
+	cp.apiserver.Args = append(cp.apiserver.Args, cp.extraArgs...)
 	cp.track(cp.apiserver)
 	fmt.Fprintf(cp.Out, "starting kube-apiserver on %s\n", cp.URL)
 	return cp.startAndWaitAPIServer(ctx)

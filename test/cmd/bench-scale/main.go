@@ -1,0 +1,202 @@
+// Command bench-scale is metrics-ring's scale and load benchmark (issues 6 and 7): a local control plane (etcd +
+// kube-apiserver on loopback), N simulated kubelets x P pods x C containers registered as real Node and Pod
+// objects, and metrics-ring --source=kubelet behind the v1beta1.metrics.k8s.io APIService.
+//
+// The scale phase measures the time to the first complete answer, collection CPU with no API load, memory, list
+// latency and bytes (direct and through the aggregator) and freshness. The load phase (-load) has many clients
+// list every pod at once for a bounded time and reports errors, whether collection kept its interval, and memory.
+// With -metrics-server=VERSION the same phases run against upstream metrics-server on the same cluster afterwards,
+// so a shared, noisy machine still gives honest ratios. Results are printed as a table; everything started is
+// stopped on exit, also on Ctrl-C. `make bench-scale` and `make bench-load` run it; neither is part of `make test`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/metrics-ring/metrics-ring/test/framework"
+	"github.com/metrics-ring/metrics-ring/test/kubeletsim"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+type options struct {
+	cache, dir                       string
+	nodes, pods, containers, nsCount int
+	resolution, measure              time.Duration
+	requests                         int
+	scale                            bool
+	load                             bool
+	loadClients, loadMaxRequests     int
+	loadDuration                     time.Duration
+	loadVia                          string
+	metricsServer                    string
+	cpuProfile, heapProfile          string
+	keep                             bool
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.cache, "cache-dir", framework.DefaultCacheDir(), "where built tools are kept, by version")
+	flag.StringVar(&o.dir, "dir", "", "folder for this run's certificates, kubeconfig and logs (default: a new temporary folder)")
+	flag.IntVar(&o.nodes, "nodes", 1000, "simulated nodes")
+	flag.IntVar(&o.pods, "pods", 30, "pods per node")
+	flag.IntVar(&o.containers, "containers", 2, "containers per pod")
+	flag.IntVar(&o.nsCount, "namespaces", 10, "namespaces the pods are spread over")
+	flag.DurationVar(&o.resolution, "resolution", 15*time.Second, "--metric-resolution of the servers under test")
+	flag.BoolVar(&o.scale, "scale", true, "run the scale phase: collection CPU, memory, latency and bytes of each list, freshness")
+	flag.DurationVar(&o.measure, "measure", 60*time.Second, "window over which collection CPU is measured (no API load)")
+	flag.IntVar(&o.requests, "requests", 50, "sequential GETs per measured endpoint and path (each path also stops after 5 minutes)")
+	flag.BoolVar(&o.load, "load", false, "run the load phase: -load-clients clients list every pod for -load-duration")
+	flag.IntVar(&o.loadClients, "load-clients", 200, "concurrent clients in the load phase, each on its own connection")
+	flag.DurationVar(&o.loadDuration, "load-duration", 60*time.Second, "how long the load phase issues requests")
+	flag.IntVar(&o.loadMaxRequests, "load-max-requests", 100000, "upper bound on requests in the load phase")
+	flag.StringVar(&o.loadVia, "load-via", "direct", "where load-phase clients send requests: direct or aggregator")
+	flag.StringVar(&o.metricsServer, "metrics-server", "", "also run the phases against this metrics-server version (e.g. v0.9.0, built once from its module) on the same cluster, for ratios")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "save a CPU profile of metrics-ring to this file: while collecting (one -measure long) after the scale phase, and during the load phase as FILE.load")
+	flag.StringVar(&o.heapProfile, "heapprofile", "", "save a heap profile of metrics-ring to this file after the scale phase")
+	flag.BoolVar(&o.keep, "keep", false, "keep the run folder (logs, certificates) after exit")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		if errors.Is(err, context.Canceled) {
+			err = errors.New("interrupted; everything started was stopped")
+		}
+		fmt.Fprintln(os.Stderr, "bench-scale:", err)
+		stop()
+		os.Exit(1)
+	}
+}
+
+func (o options) validate() error {
+	if o.nodes < 1 || o.pods < 1 || o.containers < 1 || o.nsCount < 1 {
+		return fmt.Errorf("-nodes, -pods, -containers and -namespaces must be at least 1")
+	}
+	if o.resolution < time.Second || o.measure < o.resolution || o.requests < 1 {
+		return fmt.Errorf("need -resolution >= 1s, -measure >= -resolution and -requests >= 1")
+	}
+	if !o.scale && !o.load {
+		return fmt.Errorf("nothing to do: both -scale and -load are off")
+	}
+	if o.load && (o.loadClients < 1 || o.loadDuration < time.Second || o.loadMaxRequests < 1) {
+		return fmt.Errorf("need -load-clients >= 1, -load-duration >= 1s and -load-max-requests >= 1")
+	}
+	// metrics-server panics on a resolution under 10s or not above its 10s kubelet request timeout.
+	if o.metricsServer != "" && o.resolution <= 10*time.Second {
+		return fmt.Errorf("metrics-server needs a -resolution over 10s (got %s)", o.resolution)
+	}
+	if o.loadVia != "direct" && o.loadVia != "aggregator" {
+		return fmt.Errorf("-load-via is direct or aggregator, not %q", o.loadVia)
+	}
+	return nil
+}
+
+func run(ctx context.Context, o options) (err error) {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	// Everything the benchmark does is bounded: registration, waits and measurements all fit in this.
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Hour)
+	defer cancel()
+	tools, err := framework.EnsureTools(o.cache, os.Stderr)
+	if err != nil {
+		return err
+	}
+	targets := []target{metricsRing(tools.MetricsRing)}
+	if o.metricsServer != "" {
+		bin, err := framework.BuildMetricsServer(o.cache, o.metricsServer, os.Stderr)
+		if err != nil {
+			return err
+		}
+		targets = append(targets, metricsServer(bin, o.metricsServer))
+	}
+	if o.dir == "" {
+		if o.dir, err = os.MkdirTemp("", "metrics-ring-bench-"); err != nil {
+			return err
+		}
+	}
+	defer func() {
+		if o.keep || err != nil {
+			fmt.Fprintf(os.Stderr, "logs kept in %s\n", o.dir)
+			return
+		}
+		os.RemoveAll(o.dir)
+	}()
+	cp, err := framework.Start(ctx, framework.Options{Tools: tools, Dir: o.dir, Out: os.Stderr,
+		// Registration runs 32 writers and the load phase up to hundreds of readers through the aggregator; the
+		// defaults (400/200) would make the benchmark measure kube-apiserver's throttling instead.
+		ExtraAPIServerArgs: []string{"--max-requests-inflight=2000", "--max-mutating-requests-inflight=1000"}})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			cp.DumpLogs(os.Stderr, 20)
+		}
+		fmt.Fprintln(os.Stderr, "stopping...")
+		cp.Stop()
+	}()
+
+	sim, err := kubeletsim.New(kubeletsim.Config{Nodes: o.nodes, PodsPerNode: o.pods, ContainersPerPod: o.containers,
+		Namespaces: o.nsCount, Host: "127.0.0.1", FastResource: true})
+	if err != nil {
+		return fmt.Errorf("creating simulator: %w", err)
+	}
+	if err := sim.Start(ctx); err != nil {
+		return fmt.Errorf("starting simulator: %w", err)
+	}
+	defer sim.Stop()
+	r := &result{opts: o}
+	if r.registration, err = register(ctx, cp, sim); err != nil {
+		return err
+	}
+	simCA := filepath.Join(o.dir, "kubelet-ca.crt")
+	if err := os.WriteFile(simCA, sim.CACertPEM(), 0o600); err != nil {
+		return err
+	}
+	api, err := cp.SetupMetricsAPI(ctx)
+	if err != nil {
+		return err
+	}
+	env := &benchEnv{opts: o, cp: cp, api: api, sim: sim, simCA: simCA}
+	for _, t := range targets {
+		tr, err := env.runTarget(ctx, t)
+		if err != nil {
+			// What the earlier targets measured is still worth printing.
+			if len(r.targets) > 0 {
+				r.print(os.Stdout)
+			}
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+		r.targets = append(r.targets, tr)
+	}
+	r.print(os.Stdout)
+	return nil
+}
+
+// register writes the simulated Nodes and Pods with a client allowed to go as fast as kube-apiserver takes
+// it; the simulator logs progress every few seconds.
+func register(ctx context.Context, cp *framework.ControlPlane, sim *kubeletsim.Sim) (time.Duration, error) {
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.QPS, cfg.Burst = 5000, 10000
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return 0, fmt.Errorf("building registration client: %w", err)
+	}
+	start := time.Now()
+	fmt.Fprintf(os.Stderr, "registering %d nodes and %d pods (progress every 5 s)...\n", len(sim.Nodes()), len(sim.Pods()))
+	if err := sim.Register(ctx, c); err != nil {
+		return 0, fmt.Errorf("registering simulated nodes and pods: %w", err)
+	}
+	d := time.Since(start)
+	fmt.Fprintf(os.Stderr, "registered in %s\n", d.Round(time.Second))
+	return d, nil
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/metrics-ring/metrics-ring/test/framework"
+	"github.com/metrics-ring/metrics-ring/test/kubeletsim"
+)
+
+// target is a server under test and where its self-metrics say what the benchmark needs.
+type target struct {
+	name, service, ip, binary string
+	args                      []string
+	// collection is the histogram of one collection cycle's duration.
+	collection string
+	// failures are the counters of kubelet requests that failed or timed out.
+	failures []string
+	// freshness is the histogram of a sample's age when it became servable; "" when the server has none.
+	freshness string
+	// profiles says whether the benchmark takes pprof profiles of it (only of ours: the point is to find our
+	// hot spots).
+	profiles bool
+}
+
+func metricsRing(bin string) target {
+	return target{
+		name: "metrics-ring", service: "metrics-ring-kubelet", ip: "127.0.0.2", binary: bin,
+		args:       []string{"--source=kubelet"},
+		collection: "metrics_ring_kubelet_collection_duration_seconds",
+		failures:   []string{`metrics_ring_kubelet_requests_total{outcome="error"}`, `metrics_ring_kubelet_requests_total{outcome="timeout"}`},
+		freshness:  "metrics_ring_storage_freshness_seconds",
+		profiles:   true,
+	}
+}
+
+// metricsServer takes the same flags (metrics-ring is a drop-in for it), so only the names differ.
+func metricsServer(bin, version string) target {
+	return target{
+		name: "metrics-server " + version, service: "metrics-server", ip: "127.0.0.3", binary: bin,
+		collection: "metrics_server_manager_tick_duration_seconds",
+		failures:   []string{`metrics_server_kubelet_request_total{success="false"}`},
+	}
+}
+
+// benchEnv is what every target runs against: one control plane, one simulated cluster.
+type benchEnv struct {
+	opts  options
+	cp    *framework.ControlPlane
+	api   *framework.MetricsAPI
+	sim   *kubeletsim.Sim
+	simCA string
+}
+
+// targetResult is everything measured of one target.
+type targetResult struct {
+	name                         string
+	firstDirect, firstAggregated time.Duration
+	coll                         collection
+	others                       map[string]float64
+	peakAfterAPI                 uint64
+	age                          [2]time.Duration
+	latencies                    []latency
+	load                         *loadResult
+}
+
+// runTarget starts t behind the APIService, waits for its first complete answer, runs the phases and stops it,
+// so the next target has the machine to itself.
+func (e *benchEnv) runTarget(ctx context.Context, t target) (*targetResult, error) {
+	o := e.opts
+	r := &targetResult{name: t.name}
+	start := time.Now()
+	b, err := e.api.StartBackend(ctx, framework.BackendConfig{
+		Service: t.service, IP: t.ip, Resolution: o.resolution, Binary: t.binary,
+		Args: append(framework.KubeletSourceArgs(e.simCA), t.args...),
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer b.Proc.Stop(30 * time.Second)
+	if err := e.api.PointAPIService(ctx, b.Service); err != nil {
+		return nil, err
+	}
+	direct, err := b.BenchClient(2 * time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	agg, err := e.cp.AdminHTTPClient(2 * time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	wantNodes, wantPods := o.nodes, o.nodes*o.pods
+	wait := max(5*time.Minute, 20*o.resolution)
+	fmt.Fprintf(os.Stderr, "waiting for %s to list %d nodes and %d pods (at most %s)...\n", t.name, wantNodes, wantPods, wait)
+	if err := waitComplete(ctx, b, direct, b.URL(), wantNodes, wantPods, o.containers, wait); err != nil {
+		return nil, err
+	}
+	r.firstDirect = time.Since(start)
+	if err := e.api.WaitAvailable(ctx, b, wait); err != nil {
+		return nil, err
+	}
+	if err := waitComplete(ctx, b, agg, e.cp.URL, wantNodes, wantPods, o.containers, wait); err != nil {
+		return nil, err
+	}
+	r.firstAggregated = time.Since(start)
+	fmt.Fprintf(os.Stderr, "%s: complete answer after %s (direct), %s (through kube-apiserver)\n", t.name,
+		r.firstDirect.Round(time.Millisecond), r.firstAggregated.Round(time.Millisecond))
+	if o.scale {
+		if err := e.scalePhase(ctx, t, b, direct, agg, r); err != nil {
+			return nil, err
+		}
+	}
+	if o.load {
+		base, hc := b.URL(), func() (*http.Client, error) { return b.BenchClient(2 * time.Minute) }
+		if o.loadVia == "aggregator" {
+			base, hc = e.cp.URL, func() (*http.Client, error) { return e.cp.AdminHTTPClient(2 * time.Minute) }
+		}
+		if r.load, err = runLoad(ctx, o, t, b, direct, base, hc); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// scalePhase measures, in an order that keeps each figure clean: collection CPU with nothing else asking, then
+// API latency, then freshness, then (optionally, for our server) profiles.
+func (e *benchEnv) scalePhase(ctx context.Context, t target, b *framework.Backend, direct, agg *http.Client, r *targetResult) error {
+	o := e.opts
+	fmt.Fprintf(os.Stderr, "%s: measuring collection for %s with no API load...\n", t.name, o.measure)
+	procs := map[string]int{"bench-scale (simulator)": os.Getpid()}
+	for _, p := range e.cp.Processes() {
+		if pid := p.Pid(); pid != 0 && p != b.Proc {
+			procs[p.Name] = pid
+		}
+	}
+	var err error
+	if r.coll, r.others, err = measureCollection(ctx, t, b, direct, o.measure, procs); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "%s: timing %d GETs per endpoint, direct and through kube-apiserver...\n", t.name, o.requests)
+	ns := e.sim.Namespaces()[0]
+	paths := []struct{ name, path string }{
+		{"pods, all namespaces", podsPath},
+		{"pods, namespace " + ns, "/apis/metrics.k8s.io/v1beta1/namespaces/" + ns + "/pods"},
+		{"nodes", nodesPath},
+	}
+	for _, p := range paths {
+		for _, via := range []struct {
+			name, base string
+			hc         *http.Client
+		}{{"direct", b.URL(), direct}, {"aggregator", e.cp.URL, agg}} {
+			l, err := timeGets(ctx, via.hc, via.base+p.path, o.requests, 5*time.Minute)
+			if err != nil {
+				return fmt.Errorf("timing %s %s: %w", via.name, p.path, err)
+			}
+			l.endpoint, l.via = p.name, via.name
+			r.latencies = append(r.latencies, l)
+		}
+	}
+	if st, err := b.Proc.Stat(); err == nil {
+		r.peakAfterAPI = st.PeakRSS
+	}
+	if r.age, err = servedAge(ctx, direct, b.URL()); err != nil {
+		return err
+	}
+	if !t.profiles {
+		return nil
+	}
+	if o.heapProfile != "" {
+		fmt.Fprintf(os.Stderr, "%s: saving a heap profile into %s...\n", t.name, o.heapProfile)
+		if err := saveProfile(ctx, direct, b.URL()+"/debug/pprof/heap", o.heapProfile); err != nil {
+			return err
+		}
+	}
+	if o.cpuProfile != "" {
+		secs := max(1, min(100, int(o.measure.Seconds())))
+		fmt.Fprintf(os.Stderr, "%s: CPU profile of collection for %d s into %s...\n", t.name, secs, o.cpuProfile)
+		url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", b.URL(), secs)
+		if err := saveProfile(ctx, direct, url, o.cpuProfile); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,56 @@
+package framework
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+)
+
+// MetricsServerModule is the upstream metrics-server the scale benchmark compares metrics-ring with.
+const MetricsServerModule = "sigs.k8s.io/metrics-server"
+
+// BuildMetricsServer builds metrics-server at version (e.g. v0.9.0) from its module, as the go command downloads
+// it, into cacheDir (once per version) and returns the binary's path. Only the scale benchmark uses it: it runs
+// metrics-server against the same simulated cluster so that figures from a shared, noisy machine come as ratios
+// measured in one run.
+func BuildMetricsServer(cacheDir, version string, out io.Writer) (string, error) {
+	modDir, err := ModuleDir()
+	if err != nil {
+		return "", err
+	}
+	unlock, err := lockCache(cacheDir, out)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	dst := filepath.Join(cacheDir, runtime.GOOS+"_"+runtime.GOARCH, "metrics-server-"+version, "metrics-server")
+	if _, err := os.Stat(dst); err == nil {
+		return dst, nil
+	}
+	cmd := exec.Command("go", "mod", "download", "-json", MetricsServerModule+"@"+version)
+	cmd.Dir = modDir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	raw, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go mod download %s@%s: %w: %s", MetricsServerModule, version, err, stderr.String())
+	}
+	var mod struct{ Dir, Error string }
+	if err := json.Unmarshal(raw, &mod); err != nil {
+		return "", fmt.Errorf("reading go mod download output: %w", err)
+	}
+	if mod.Error != "" || mod.Dir == "" {
+		return "", fmt.Errorf("go mod download %s@%s: %s", MetricsServerModule, version, mod.Error)
+	}
+	fmt.Fprintf(out, "building metrics-server %s (first time: a few minutes)...\n", version)
+	// Built in its own module with its own go.sum: the versions it was released with, not ours.
+	if err := goBuild(mod.Dir, dst, "./cmd/metrics-server", nil, out); err != nil {
+		return "", err
+	}
+	return dst, nil
+}
