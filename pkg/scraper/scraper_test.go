@@ -34,6 +34,18 @@ func TestFailingKubelets(t *testing.T) {
 		},
 		want: []string{"status 500", "cadvisor is on fire"},
 	}, {
+		name: "401: the kubelet rejects our credentials",
+		handler: func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+		},
+		want: []string{"status 401", "Unauthorized"},
+	}, {
+		name: "403: nodes/metrics not granted",
+		handler: func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, `Forbidden (user=system:serviceaccount:kube-system:metrics-ring, verb=get, resource=nodes, subresource=metrics)`, http.StatusForbidden)
+		},
+		want: []string{"status 403", "subresource=metrics"},
+	}, {
 		name: "oversize with Content-Length",
 		o:    Options{MaxResponseBytes: 40000}, // the healthy 30-pod response is 37703 bytes
 		handler: func(w http.ResponseWriter, _ *http.Request) {
