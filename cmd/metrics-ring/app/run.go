@@ -70,6 +70,12 @@ func Wire(o *Options, client kubernetes.Interface, metaClient metadata.Interface
 		func(lo *metav1.ListOptions) { lo.FieldSelector = "status.phase=Running" })
 	pods := podFactory.ForResource(corev1.SchemeGroupVersion.WithResource("pods"))
 	nodeInformer, podInformer := nodes.Informer(), pods.Informer()
+	if err := nodeInformer.SetTransform(trimNode); err != nil {
+		return nil, fmt.Errorf("node informer: %w", err)
+	}
+	if err := podInformer.SetTransform(trimPod); err != nil {
+		return nil, fmt.Errorf("pod informer: %w", err)
+	}
 
 	store := storage.New(storage.Options{
 		Source:     o.Source,

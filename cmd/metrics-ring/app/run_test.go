@@ -28,6 +28,11 @@ import (
 func TestWiring(t *testing.T) {
 	var scrapes atomic.Int64
 	kubelet := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The node's annotation moved the path: it must survive the informer's trimming.
+		if r.URL.Path != "/custom/resource" {
+			http.NotFound(w, r)
+			return
+		}
 		// A kubelet's node series: a fresh timestamp and a growing CPU counter at every scrape.
 		n := scrapes.Add(1)
 		ms := time.Now().UnixMilli()
@@ -38,8 +43,11 @@ func TestWiring(t *testing.T) {
 	port := kubelet.Listener.Addr().(*net.TCPAddr).Port
 
 	kube := fake.NewClientset(&corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: "node-1"},
+		ObjectMeta: metav1.ObjectMeta{Name: "node-1",
+			Annotations:   map[string]string{"metrics.k8s.io/resource-metrics-path": "/custom/resource", "other": "dropped"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate}}},
 		Status: corev1.NodeStatus{
+			Images: []corev1.ContainerImage{{Names: []string{"registry.k8s.io/pause:3.10"}, SizeBytes: 300000}},
 			Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}},
 			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(port)}},
 		},

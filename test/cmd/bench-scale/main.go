@@ -106,6 +106,7 @@ func run(ctx context.Context, o options) (err error) {
 	// Everything the benchmark does is bounded: registration, waits and measurements all fit in this.
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Hour)
 	defer cancel()
+	raiseOpenFiles(os.Stderr, o.nodes)
 	tools, err := framework.EnsureTools(o.cache, os.Stderr)
 	if err != nil {
 		return err
