@@ -2,8 +2,10 @@ package api
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -143,4 +145,57 @@ func podListRV(t *testing.T, obj any) string {
 	}
 	t.Fatalf("not a pod list: %T", obj)
 	return ""
+}
+
+// TestListBuiltOnceUnderConcurrency: when a collection lands, concurrent requests for one list wait for a single
+// build; a failed build is not kept, and a waiter whose request ends stops waiting.
+func TestListBuiltOnceUnderConcurrency(t *testing.T) {
+	var c listCache[*sharedPodList]
+	var builds atomic.Int32
+	release := make(chan struct{})
+	build := func() (*sharedPodList, error) {
+		builds.Add(1)
+		<-release
+		return &sharedPodList{PodMetricsList: &metrics.PodMetricsList{}}, nil
+	}
+	var wg sync.WaitGroup
+	got := make([]*sharedPodList, 50)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := c.get(context.Background(), "7", "all", build)
+			if err != nil {
+				t.Error(err)
+			}
+			got[i] = l
+		}()
+	}
+	// A waiter whose request is cancelled returns at once with its context's error.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for builds.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := c.get(ctx, "7", "all", build); err != context.Canceled {
+		t.Errorf("a cancelled waiter: %v, want context.Canceled", err)
+	}
+	close(release)
+	wg.Wait()
+	if n := builds.Load(); n != 1 {
+		t.Errorf("50 concurrent requests built the list %d times, want once", n)
+	}
+	for _, l := range got {
+		if l != got[0] || l == nil {
+			t.Fatal("concurrent requests got different lists")
+		}
+	}
+
+	failing := func() (*sharedPodList, error) { builds.Add(1); return nil, errors.New("informer gone") }
+	if _, err := c.get(context.Background(), "8", "all", failing); err == nil {
+		t.Fatal("a failed build returned no error")
+	}
+	if _, err := c.get(context.Background(), "8", "all", build); err != nil || builds.Load() != 3 {
+		t.Errorf("after a failed build the next request did not build again: %v, %d builds", err, builds.Load())
+	}
 }

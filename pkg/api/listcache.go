@@ -2,6 +2,8 @@ package api
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"io"
 	"sync"
 
@@ -27,36 +29,59 @@ const maxCachedLists = 8
 type listCache[L runtime.Object] struct {
 	mu      sync.Mutex
 	rv      string // the collection the entries were built from
-	entries map[string]L
+	entries map[string]*listEntry[L]
 }
 
-// get returns the list for key at collection rv, building it with build when it is not shared yet.
-func (c *listCache[L]) get(rv, key string, build func() (L, error)) (L, error) {
+// listEntry is one shared list, or the build of it in progress: done is closed when list and err are set.
+type listEntry[L runtime.Object] struct {
+	done chan struct{}
+	list L
+	err  error
+}
+
+// get returns the list for key at collection rv, building it with build when it is not shared yet. Concurrent
+// requests for the same list wait for one build rather than each building their own: when a collection lands
+// under load, hundreds of clients ask at once, and a list of every pod costs tens of megabytes to build.
+func (c *listCache[L]) get(ctx context.Context, rv, key string, build func() (L, error)) (L, error) {
 	c.mu.Lock()
 	if c.rv != rv {
-		c.rv, c.entries = rv, map[string]L{}
+		c.rv, c.entries = rv, map[string]*listEntry[L]{}
 	}
-	if l, ok := c.entries[key]; ok {
-		c.mu.Unlock()
-		return l, nil
+	e, ok := c.entries[key]
+	if !ok && len(c.entries) < maxCachedLists {
+		e = &listEntry[L]{done: make(chan struct{})}
+		c.entries[key] = e
 	}
 	c.mu.Unlock()
-	// Built outside the lock: concurrent first requests may each build, and one of them is kept.
-	l, err := build()
-	if err != nil {
-		return l, err
+	if e == nil { // the cache is full for this collection: this list is built for this request alone
+		return build()
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.rv == rv {
-		if kept, ok := c.entries[key]; ok {
-			return kept, nil
-		}
-		if len(c.entries) < maxCachedLists {
-			c.entries[key] = l
+	if ok {
+		select {
+		case <-e.done:
+			return e.list, e.err
+		case <-ctx.Done():
+			var zero L
+			return zero, ctx.Err()
 		}
 	}
-	return l, nil
+	defer func() {
+		if r := recover(); r != nil {
+			e.err = fmt.Errorf("building the list panicked: %v", r)
+			defer panic(r) // this request fails as any panicking request does; the waiters get the error
+		}
+		if e.err != nil {
+			// An error (an informer that failed, say) is not kept: the next request tries again.
+			c.mu.Lock()
+			if c.rv == rv && c.entries[key] == e {
+				delete(c.entries, key)
+			}
+			c.mu.Unlock()
+		}
+		close(e.done)
+	}()
+	e.list, e.err = build()
+	return e.list, e.err
 }
 
 // encodings caches one list's encoding per encoder (JSON, protobuf, YAML, pretty JSON).

@@ -83,7 +83,8 @@ func (s *series) add(p point, start int64, kind CPUKind, window time.Duration, p
 }
 
 // usage computes what is served for the series, per DESIGN.md section 2. ok is false when it is not servable.
-func (s *series) usage(window, resolution time.Duration) (u Usage, ts int64, w time.Duration, ok bool) {
+// staleAfter bounds the fallback for a missed scrape, below.
+func (s *series) usage(window, resolution, staleAfter time.Duration) (u Usage, ts int64, w time.Duration, ok bool) {
 	if s.n == 0 || s.bad {
 		return Usage{}, 0, 0, false
 	}
@@ -103,6 +104,15 @@ func (s *series) usage(window, resolution time.Duration) (u Usage, ts int64, w t
 			break
 		}
 		first = p
+	}
+	if first.ts == last.ts && s.n > 1 {
+		// No older sample within the window: a scrape was missed, or collection fell behind. The previous sample,
+		// if it is not stale, still gives a true average over the longer gap (served as the window); otherwise
+		// the series would vanish for a whole interval right after it recovered, which is what a missed scrape
+		// must never do (DESIGN.md section 2: a node missed once keeps being served until --stale-after).
+		if prev := s.at(1); last.ts-prev.ts <= int64(staleAfter+resolution/2) {
+			first = prev
+		}
 	}
 	if first.ts == last.ts {
 		return Usage{}, 0, 0, false

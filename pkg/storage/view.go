@@ -76,14 +76,14 @@ func (p *pod) newestSeen() int64 {
 // cycle allocates a constant number of objects, not one per pod.
 func (s *Storage) buildView() *view {
 	now := s.opts.Now()
-	w, res := s.opts.Window, s.opts.Resolution
+	w, res, stale := s.opts.Window, s.opts.Resolution, s.opts.StaleAfter
 	v := &view{
 		nodes:  make(map[string]nodeEntry, len(s.nodes)),
 		pods:   make(map[podKey]podEntry, len(s.pods)),
 		health: s.health,
 	}
 	for name, sr := range s.nodes {
-		u, ts, win, ok := sr.usage(w, res)
+		u, ts, win, ok := sr.usage(w, res, stale)
 		if !ok {
 			continue
 		}
@@ -100,7 +100,7 @@ func (s *Storage) buildView() *view {
 		var e podEntry
 		servable := len(p.containers) > 0
 		for _, c := range p.containers {
-			u, ts, win, ok := c.usage(w, res)
+			u, ts, win, ok := c.usage(w, res, stale)
 			if !ok {
 				servable = false // every container must be servable, or the pod is not
 				break
