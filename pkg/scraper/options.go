@@ -27,7 +27,7 @@ var DefaultAddressTypes = []corev1.NodeAddressType{corev1.NodeInternalIP, corev1
 type Options struct {
 	Resolution            time.Duration            // --metric-resolution (default 15s; 1s must work)
 	Timeout               time.Duration            // --kubelet-request-timeout (default 10s); per request
-	Concurrency           int                      // max concurrent scrapes (default 50)
+	Concurrency           int                      // concurrent scrapes at least (default 50); more for large clusters (pace.go)
 	MaxResponseBytes      int64                    // response-size cap (default 10 MiB)
 	PreferredAddressTypes []corev1.NodeAddressType // default InternalIP,ExternalIP,Hostname
 	Port                  int                      // --kubelet-port (default 10250)

@@ -38,6 +38,8 @@ type Scraper struct {
 	states  map[string]*nodeState
 	workers []*worker
 	cycles  uint64
+	// meanScrape is the previous cycle's mean time to scrape a node, which sizes the next cycle's workers.
+	meanScrape time.Duration
 
 	lastCycle atomic.Int64 // unix nanoseconds of the newest finished cycle
 }
@@ -106,7 +108,8 @@ func (s *Scraper) LastCycle() time.Time {
 // metrics-server), so that one slow kubelet cannot hold back every other node's next sample.
 func (s *Scraper) collect(ctx context.Context) {
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, min(s.opts.Timeout, s.opts.Resolution))
+	budget := min(s.opts.Timeout, s.opts.Resolution)
+	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	defer func() {
 		collectionDuration.Observe(time.Since(start).Seconds())
@@ -135,13 +138,22 @@ func (s *Scraper) collect(ctx context.Context) {
 	errs := make([]error, len(nodes))
 	jobs := make(chan int)
 	var wg sync.WaitGroup
-	for len(s.workers) < min(s.opts.Concurrency, len(nodes)) {
+	// Time spent scraping and the scrapes it covers: only those started before the deadline, since the rest fail
+	// at once and would make the nodes look faster than they are.
+	var scraping, timed atomic.Int64
+	workers := workersFor(len(nodes), s.opts.Concurrency, s.meanScrape, budget)
+	for len(s.workers) < workers {
 		s.workers = append(s.workers, &worker{})
 	}
-	for _, w := range s.workers[:min(s.opts.Concurrency, len(nodes))] {
+	for _, w := range s.workers[:workers] {
 		wg.Go(func() {
 			for i := range jobs {
+				t, late := time.Now(), ctx.Err() != nil
 				errs[i] = s.scrape(ctx, w, nodes[i], states[i])
+				if !late {
+					scraping.Add(int64(time.Since(t)))
+					timed.Add(1)
+				}
 			}
 		})
 	}
@@ -150,6 +162,9 @@ func (s *Scraper) collect(ctx context.Context) {
 	}
 	close(jobs)
 	wg.Wait()
+	if n := timed.Load(); n > 0 {
+		s.meanScrape = time.Duration(scraping.Load() / n)
+	}
 
 	cycleErr := summarize(nodes, errs)
 	failed := 0
@@ -157,7 +172,8 @@ func (s *Scraper) collect(ctx context.Context) {
 		failed = len(cycleErr.Errs)
 	}
 	s.store.EndCycle(len(nodes) == 0 || failed < len(nodes), errOrNil(cycleErr))
-	klog.V(2).InfoS("Collection cycle finished", "nodes", len(nodes), "failed", failed, "duration", time.Since(start))
+	klog.V(2).InfoS("Collection cycle finished", "nodes", len(nodes), "failed", failed, "duration", time.Since(start),
+		"workers", workers, "meanScrape", s.meanScrape)
 }
 
 // forgetGoneNodes drops the state and the per-node metric series of nodes the lister no longer returns.

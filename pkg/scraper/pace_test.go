@@ -1,0 +1,67 @@
+package scraper
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestWorkersFor(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		nodes, floor int
+		mean, budget time.Duration
+		want         int
+	}{
+		{"first cycle: the floor", 10000, 50, 0, 10 * time.Second, 50},
+		{"small cluster: never more than nodes", 3, 50, time.Second, 10 * time.Second, 3},
+		{"fast kubelets: the floor is enough", 1000, 50, 10 * time.Millisecond, 10 * time.Second, 50},
+		{"10,000 nodes at 55 ms: scraped in half of 10 s", 10000, 50, 55 * time.Millisecond, 10 * time.Second, 110},
+		{"bounded however slow", 100000, 50, time.Second, time.Second, maxWorkers},
+		{"no nodes", 0, 50, time.Second, time.Second, 0},
+	} {
+		if got := workersFor(tc.nodes, tc.floor, tc.mean, tc.budget); got != tc.want {
+			t.Errorf("%s: %d workers, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestSlowKubeletsGetMoreWorkers: with too few workers for the cluster's latency, the first cycle cannot reach
+// every node before its deadline; the next cycles size their workers from the measured latency and do.
+func TestSlowKubeletsGetMoreWorkers(t *testing.T) {
+	var n atomic.Int64
+	slow := func(w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(100 * time.Millisecond)
+		ms, cpu := time.Now().UnixMilli(), float64(n.Add(1))
+		fmt.Fprintf(w, "# TYPE node_cpu_usage_seconds_total counter\nnode_cpu_usage_seconds_total %g %d\n", cpu, ms)
+		fmt.Fprintf(w, "# TYPE node_memory_working_set_bytes gauge\nnode_memory_working_set_bytes 1e9 %d\n", ms)
+	}
+	var nodes []*corev1.Node
+	for i := range 60 {
+		nodes = append(nodes, nodeFor(t, fmt.Sprintf("node-%d", i), kubelet(t, slow)))
+	}
+	store := newFakeStore()
+	s, err := New(Options{InsecureTLS: true, UseNodeStatusPort: true, Concurrency: 1,
+		Resolution: 2 * time.Second, Timeout: 2 * time.Second}, &fakeLister{nodes: nodes}, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One worker, 60 nodes of 100 ms, 2 s: about 20 nodes scraped, the rest past the deadline.
+	s.collect(context.Background())
+	if end := store.lastEnd(t); end.err == nil {
+		t.Fatal("the first cycle scraped 60 slow nodes with one worker within 2 s: the test proves nothing")
+	}
+	for cycle := 2; cycle <= 3; cycle++ {
+		s.collect(context.Background())
+		if end := store.lastEnd(t); end.err == nil {
+			t.Logf("cycle %d scraped every node with %d workers (mean scrape %v)", cycle, len(s.workers), s.meanScrape)
+			return
+		}
+	}
+	t.Fatalf("after 3 cycles nodes still fail: %v (workers %d, mean scrape %v)", store.lastEnd(t).err, len(s.workers), s.meanScrape)
+}
