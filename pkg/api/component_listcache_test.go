@@ -106,8 +106,8 @@ func TestListsSharedWithinOneCollection(t *testing.T) {
 	if one != two {
 		t.Error("two lists of all pods in one collection were built twice")
 	}
-	if a := list(nsA, &metainternalversion.ListOptions{}); a == one || len(podItems(t, a)) != 1 {
-		t.Errorf("the ns-a list is the all-namespaces list or wrong: %d items", len(podItems(t, a)))
+	if a := list(nsA, &metainternalversion.ListOptions{}); a == one || len(podList(t, a).Items) != 1 {
+		t.Errorf("the ns-a list is the all-namespaces list or wrong: %d items", len(podList(t, a).Items))
 	}
 	if l := list(all, listOpts(t, "app=x", "")); l == one {
 		t.Error("a label-selected list is the unselected list")
@@ -121,30 +121,17 @@ func TestListsSharedWithinOneCollection(t *testing.T) {
 	}
 }
 
-// podItems reads the items of a PodStorage list, shared or not.
-func podItems(t *testing.T, obj any) []metrics.PodMetrics {
+// podList is a PodStorage list, shared or not.
+func podList(t *testing.T, obj any) *metrics.PodMetricsList {
 	t.Helper()
 	switch l := obj.(type) {
 	case *metrics.PodMetricsList:
-		return l.Items
+		return l
 	case *sharedPodList:
-		return l.Items
+		return l.PodMetricsList
 	}
 	t.Fatalf("not a pod list: %T", obj)
 	return nil
-}
-
-// podListRV is the resourceVersion of a PodStorage list, shared or not.
-func podListRV(t *testing.T, obj any) string {
-	t.Helper()
-	switch l := obj.(type) {
-	case *metrics.PodMetricsList:
-		return l.ResourceVersion
-	case *sharedPodList:
-		return l.ResourceVersion
-	}
-	t.Fatalf("not a pod list: %T", obj)
-	return ""
 }
 
 // TestListBuiltOnceUnderConcurrency: when a collection lands, concurrent requests for one list wait for a single

@@ -224,7 +224,7 @@ func TestWatchResumesFromRetainedCollection(t *testing.T) {
 	s := c.podStorage()
 	ctx := genericapirequest.WithNamespace(context.Background(), "ns-a")
 	list, err := s.List(ctx, &metainternalversion.ListOptions{})
-	if err != nil || podListRV(t, list) != strconv.FormatUint(g1, 10) {
+	if err != nil || podList(t, list).ResourceVersion != strconv.FormatUint(g1, 10) {
 		t.Fatalf("list: %v, resourceVersion %v, want %d", err, list, g1)
 	}
 	// While the client is away: p1 changes, p2 is deleted, p3 appears.

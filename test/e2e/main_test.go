@@ -37,30 +37,7 @@ const (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	if testing.Short() {
-		fmt.Fprintln(os.Stderr, "e2e: skipped in -short mode")
-		return 0
-	}
-	dir, err := os.MkdirTemp("", "metrics-ring-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
-	code, err := setupAndRun(m, dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e setup:", err)
-		code = 1
-	}
-	if code == 0 && os.Getenv("E2E_KEEP") == "" {
-		os.RemoveAll(dir)
-	} else {
-		fmt.Fprintf(os.Stderr, "e2e: logs and certificates kept in %s\n", dir)
-	}
-	return code
+	os.Exit(framework.RunMain(m, "e2e", setupAndRun))
 }
 
 func setupAndRun(m *testing.M, dir string) (code int, err error) {

@@ -60,30 +60,7 @@ var env struct {
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	if testing.Short() {
-		fmt.Fprintln(os.Stderr, "e2e/deploy: skipped in -short mode")
-		return 0
-	}
-	dir, err := os.MkdirTemp("", "metrics-ring-e2e-deploy-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e/deploy:", err)
-		return 1
-	}
-	code, err := setupAndRun(m, dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e/deploy setup:", err)
-		code = 1
-	}
-	if code == 0 && os.Getenv("E2E_KEEP") == "" {
-		os.RemoveAll(dir)
-	} else {
-		fmt.Fprintf(os.Stderr, "e2e/deploy: logs and certificates kept in %s\n", dir)
-	}
-	return code
+	os.Exit(framework.RunMain(m, "e2e/deploy", setupAndRun))
 }
 
 func setupAndRun(m *testing.M, dir string) (code int, err error) {
