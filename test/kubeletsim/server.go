@@ -26,9 +26,10 @@ type Fault struct {
 // serverState is one http.Server shared by every node's listener: the node is found from the connection's
 // local port, so the request path takes no sim-wide lock.
 type serverState struct {
-	srv    *http.Server
-	byPort map[int]*node // read-only once serving starts
-	done   chan struct{}
+	srv       *http.Server
+	byPort    map[int]*node // read-only once serving starts
+	listeners []net.Listener
+	done      chan struct{}
 }
 
 type nodeCtxKey struct{}
@@ -82,6 +83,7 @@ func (s *Sim) Start(ctx context.Context) error {
 	for port, n := range st.byPort {
 		n.port = port
 	}
+	st.listeners = listeners
 	s.server = st
 	s.mu.Unlock()
 	for _, l := range listeners {
@@ -121,6 +123,11 @@ func (s *Sim) Stop() {
 		return
 	}
 	_ = st.srv.Close()
+	// srv.Close closes only the listeners Serve has taken; one whose goroutine has not started yet would stay open
+	// (accepting into its backlog) until it does. Closing them all here makes Stop final when it returns.
+	for _, l := range st.listeners {
+		_ = l.Close()
+	}
 	close(st.done)
 }
 
