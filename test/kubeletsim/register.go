@@ -23,17 +23,17 @@ const registerWorkers = 32
 // its Nodes (addresses, kubelet port, Ready, capacity) and its Pods (bound to their node, then Running and Ready
 // through the status subresource, started 2 h ago). Objects that already exist are updated where the sim owns
 // their state (node status and ports change on every Start; pod status), so it can run again after a restart.
-// Call it after Start: the nodes publish their ports.
+// Call it after Start, so the nodes publish their ports, or with a PortBase, where ports are known beforehand.
 func (s *Sim) Register(ctx context.Context, c kubernetes.Interface) error {
 	s.mu.RLock()
-	started := s.server != nil
+	started := s.server != nil || s.cfg.PortBase > 0
 	pods := make([]*pod, 0, len(s.pods))
 	for _, p := range s.pods {
 		pods = append(pods, p)
 	}
 	s.mu.RUnlock()
 	if !started {
-		return errors.New("kubeletsim: Register before Start: node ports are not known yet")
+		return errors.New("kubeletsim: Register before Start without a PortBase: node ports are not known yet")
 	}
 	namespaces := s.Namespaces()
 	if err := parallel(ctx, "namespaces", len(namespaces), func(ctx context.Context, i int) error {

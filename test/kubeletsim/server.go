@@ -34,7 +34,7 @@ type serverState struct {
 
 type nodeCtxKey struct{}
 
-// Start listens on Host:0 for every node (TLS, HTTP/2 and HTTP/1.1) and serves /metrics/resource,
+// Start listens on Host:0 (or Host:PortBase+index) for every node of its shard (TLS, HTTP/2 and HTTP/1.1) and serves /metrics/resource,
 // /metrics/cadvisor and /healthz. It returns once every listener is bound; cancelling ctx stops the sim, as does
 // Stop. A sim starts once.
 func (s *Sim) Start(ctx context.Context) error {
@@ -44,7 +44,10 @@ func (s *Sim) Start(ctx context.Context) error {
 	st := &serverState{byPort: make(map[int]*node, len(s.nodes)), done: make(chan struct{})}
 	listeners := make([]net.Listener, 0, len(s.nodes))
 	for _, n := range s.nodes {
-		l, err := net.Listen("tcp", net.JoinHostPort(s.cfg.Host, "0"))
+		if !s.serves(n) {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(s.cfg.Host, strconv.Itoa(n.port)))
 		if err != nil {
 			for _, l := range listeners {
 				_ = l.Close()

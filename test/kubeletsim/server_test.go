@@ -5,10 +5,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -130,4 +133,73 @@ func TestTruthHandlerServesTruth(t *testing.T) {
 		len(p.Containers) != 2 || p.Containers[0] != "app" || p.Containers[1] != "sidecar" {
 		t.Errorf("first pod %+v", p)
 	}
+}
+
+// Shards of one cluster, each in what would be its own process, serve between them every node, on the ports and
+// with the certificates that a sim which only registers (never starts) publishes.
+func TestShardsServeOneClusterWithOneCA(t *testing.T) {
+	registrar, err := New(Config{Nodes: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle, err := registrar.CABundlePEM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shards []*Sim
+	// A fixed port range may be taken on a busy machine: try a few.
+	for attempt := 0; attempt < 5 && shards == nil; attempt++ {
+		base := 20000 + rand.IntN(10000)
+		shards = startShards(t, Config{Nodes: 5, PortBase: base, Shards: 2, CA: bundle})
+		registrar, _ = New(Config{Nodes: 5, PortBase: base, CA: bundle})
+	}
+	if shards == nil {
+		t.Fatal("no free port range for the shards")
+	}
+	c := client(t, registrar) // trusts the registrar's CA only
+	for i, node := range registrar.Nodes() {
+		if got, want := registrar.Port(node), registrar.cfg.PortBase+i; got != want {
+			t.Fatalf("unstarted sim: node %s on port %d, want %d", node, got, want)
+		}
+		// The node's own pods, so the port is this node's and not another's.
+		resp, body := get(t, c, nodeURL(registrar, node, "/metrics/resource"))
+		if pod := fmt.Sprintf(`pod="sim-pod-%d-0"`, i); resp.StatusCode != http.StatusOK || !strings.Contains(string(body), pod) {
+			t.Errorf("node %s through its shard: %d, body has %s: %v", node, resp.StatusCode, pod,
+				strings.Contains(string(body), pod))
+		}
+		// Only the shard that owns the node listens on its port.
+		for k, s := range shards {
+			_, listens := s.server.byPort[registrar.Port(node)]
+			if want := i%2 == k; listens != want {
+				t.Errorf("shard %d listens for node %s: %v, want %v", k, node, listens, want)
+			}
+		}
+	}
+	if _, err := New(Config{Nodes: 2, Shards: 2, Shard: 2}); err == nil {
+		t.Error("shard 2 of 2 was accepted")
+	}
+	if _, err := New(Config{Nodes: 2, CA: []byte("not a bundle")}); err == nil {
+		t.Error("a CA that is no bundle was accepted")
+	}
+}
+
+// startShards starts every shard of cfg, or none (nil) when a port is taken.
+func startShards(t *testing.T, cfg Config) []*Sim {
+	var out []*Sim
+	for k := range cfg.Shards {
+		cfg.Shard = k
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(context.Background()); err != nil {
+			for _, o := range out {
+				o.Stop()
+			}
+			return nil
+		}
+		t.Cleanup(s.Stop)
+		out = append(out, s)
+	}
+	return out
 }

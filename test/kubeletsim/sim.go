@@ -35,6 +35,17 @@ type Config struct {
 	// byte-identical to the kubelet's collector, about 10x cheaper; for scale runs. Other formats (protobuf,
 	// OpenMetrics) always go through the kubelet's collector.
 	FastResource bool
+	// PortBase, when set, has node i listen on Host:PortBase+i rather than on a port the kernel picks, so a
+	// process can register nodes whose kubelets another process serves (see Shards).
+	PortBase int
+	// Shards splits serving over processes: Start listens only for the nodes whose index mod Shards is Shard.
+	// Every process builds the same cluster (names, pods, workload); with PortBase and one CA bundle (CA) the
+	// processes together serve what one would, each within its own open-file limit and CPU share. Shards 0 or 1
+	// serves every node.
+	Shard, Shards int
+	// CA is a bundle from another Sim's CABundlePEM: this sim signs with that authority, so one CA file trusts
+	// every shard. Empty: a new authority.
+	CA []byte
 }
 
 // Fixed per-node usage outside any pod (system daemons, kernel): part of the node's truth, as on a real node
@@ -116,7 +127,13 @@ func New(cfg Config) (*Sim, error) {
 	if net.ParseIP(cfg.Host) == nil {
 		return nil, fmt.Errorf("kubeletsim: Host %q is not an IP address", cfg.Host)
 	}
-	ca, err := newAuthority()
+	if cfg.Shards > 1 && (cfg.Shard < 0 || cfg.Shard >= cfg.Shards) {
+		return nil, fmt.Errorf("kubeletsim: shard %d is not in [0, %d)", cfg.Shard, cfg.Shards)
+	}
+	if cfg.PortBase < 0 || cfg.PortBase+cfg.Nodes > 65536 {
+		return nil, fmt.Errorf("kubeletsim: ports %d to %d are not all valid", cfg.PortBase, cfg.PortBase+cfg.Nodes-1)
+	}
+	ca, err := loadOrNewAuthority(cfg.CA)
 	if err != nil {
 		return nil, fmt.Errorf("kubeletsim: creating CA: %w", err)
 	}
@@ -203,6 +220,9 @@ func ContainerName(c int) string {
 func (s *Sim) newNode(i int) *node {
 	n := &node{name: fmt.Sprintf("%s%d", s.cfg.NodePrefix, i), index: i, boot: s.epoch.Add(-2 * time.Hour)}
 	// The node's counter starts as if the overhead had run since the containers started, so it is never zero.
+	if s.cfg.PortBase > 0 {
+		n.port = s.cfg.PortBase + i
+	}
 	n.cpu = counter{base: NodeOverheadNanoCores * uint64(2*time.Hour/time.Second), since: s.epoch.UnixNano(),
 		rate: NodeOverheadNanoCores}
 	s.nodes = append(s.nodes, n)
@@ -277,6 +297,9 @@ func (s *Sim) Namespaces() []string {
 	}
 	return out
 }
+
+// serves says whether this process serves node n (see Config.Shards).
+func (s *Sim) serves(n *node) bool { return s.cfg.Shards <= 1 || n.index%s.cfg.Shards == s.cfg.Shard }
 
 // Host is the address every node listens on.
 func (s *Sim) Host() string { return s.cfg.Host }

@@ -84,6 +84,52 @@ func (a *authority) serving(nodeName, host string, serial int64) (*tls.Certifica
 	return &tls.Certificate{Certificate: [][]byte{der, a.cert.Raw}, PrivateKey: a.leafKey}, nil
 }
 
+// loadOrNewAuthority reads a bundle written by CABundlePEM, or makes a new authority when there is none.
+func loadOrNewAuthority(bundle []byte) (*authority, error) {
+	if len(bundle) == 0 {
+		return newAuthority()
+	}
+	var blocks []*pem.Block
+	for rest := bundle; ; {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			break
+		}
+		blocks = append(blocks, b)
+	}
+	if len(blocks) != 3 || blocks[0].Type != "CERTIFICATE" || blocks[1].Type != "EC PRIVATE KEY" ||
+		blocks[2].Type != "EC PRIVATE KEY" {
+		return nil, fmt.Errorf("kubeletsim: a CA bundle is a CERTIFICATE and two EC PRIVATE KEY blocks, got %d blocks", len(blocks))
+	}
+	cert, err := x509.ParseCertificate(blocks[0].Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("kubeletsim: CA bundle certificate: %w", err)
+	}
+	key, err := x509.ParseECPrivateKey(blocks[1].Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("kubeletsim: CA bundle key: %w", err)
+	}
+	leafKey, err := x509.ParseECPrivateKey(blocks[2].Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("kubeletsim: CA bundle leaf key: %w", err)
+	}
+	return &authority{cert: cert, key: key, leafKey: leafKey, pem: pem.EncodeToMemory(blocks[0])}, nil
+}
+
+// CABundlePEM is the sim's authority with its private keys, for Config.CA of the sims that serve other shards
+// of the same cluster. It is a secret of the test run: write it only where the run's other secrets go.
+func (s *Sim) CABundlePEM() ([]byte, error) {
+	out := append([]byte(nil), s.ca.pem...)
+	for _, k := range []*ecdsa.PrivateKey{s.ca.key, s.ca.leafKey} {
+		der, err := x509.MarshalECPrivateKey(k)
+		if err != nil {
+			return nil, fmt.Errorf("kubeletsim: encoding CA key: %w", err)
+		}
+		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})...)
+	}
+	return out, nil
+}
+
 // CACertPEM is the PEM of the CA that signed every node's serving certificate.
 func (s *Sim) CACertPEM() []byte { return append([]byte(nil), s.ca.pem...) }
 

@@ -40,6 +40,9 @@ type options struct {
 	metricsServer                    string
 	cpuProfile, heapProfile          string
 	keep                             bool
+	simProcesses, simPortBase        int
+	simShard                         int    // >= 0 in a simulator child process only
+	simCABundle                      string // the child's CA bundle file
 }
 
 func main() {
@@ -63,9 +66,23 @@ func main() {
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "save a CPU profile of metrics-ring to this file: while collecting (one -measure long) after the scale phase, and during the load phase as FILE.load")
 	flag.StringVar(&o.heapProfile, "heapprofile", "", "save a heap profile of metrics-ring to this file after the scale phase")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run folder (logs, certificates) after exit")
+	flag.IntVar(&o.simProcesses, "sim-processes", -1, fmt.Sprintf("processes serving the simulated kubelets (-1: one per %d nodes; 0: inside this process, sharing its CPU and open-file limit with the load clients)", nodesPerSimProcess))
+	flag.IntVar(&o.simPortBase, "sim-port-base", 20000, "with -sim-processes > 0, node i listens on 127.0.0.1:BASE+i (keep the range below the ephemeral ports)")
+	flag.IntVar(&o.simShard, "sim-shard", -1, "internal: serve this shard of the simulated kubelets and nothing else (how the benchmark runs its simulator processes)")
+	flag.StringVar(&o.simCABundle, "sim-ca-bundle", "", "internal: the CA bundle a -sim-shard process signs with")
 	flag.Parse()
+	if o.simProcesses < 0 {
+		o.simProcesses = simProcessesFor(o.nodes)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.simShard >= 0 {
+		if err := serveSimShard(ctx, o); err != nil {
+			fmt.Fprintf(os.Stderr, "bench-scale: simulator shard %d: %v\n", o.simShard, err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(ctx, o); err != nil {
 		if errors.Is(err, context.Canceled) {
 			err = errors.New("interrupted; everything started was stopped")
@@ -85,6 +102,9 @@ func (o options) validate() error {
 	}
 	if !o.scale && !o.load {
 		return fmt.Errorf("nothing to do: both -scale and -load are off")
+	}
+	if o.simProcesses > 0 && (o.simPortBase < 1024 || o.simPortBase+o.nodes > 65536) {
+		return fmt.Errorf("-sim-port-base %d does not leave room for %d node ports", o.simPortBase, o.nodes)
 	}
 	if o.load && (o.loadClients < 1 || o.loadDuration < time.Second || o.loadMaxRequests < 1) {
 		return fmt.Errorf("need -load-clients >= 1, -load-duration >= 1s and -load-max-requests >= 1")
@@ -146,15 +166,26 @@ func run(ctx context.Context, o options) (err error) {
 		cp.Stop()
 	}()
 
-	sim, err := kubeletsim.New(kubeletsim.Config{Nodes: o.nodes, PodsPerNode: o.pods, ContainersPerPod: o.containers,
-		Namespaces: o.nsCount, Host: "127.0.0.1", FastResource: true})
+	sim, err := kubeletsim.New(o.simConfig())
 	if err != nil {
 		return fmt.Errorf("creating simulator: %w", err)
 	}
-	if err := sim.Start(ctx); err != nil {
-		return fmt.Errorf("starting simulator: %w", err)
+	simPids := map[string]int{"bench-scale (simulator)": os.Getpid()}
+	if o.simProcesses == 0 {
+		if err := sim.Start(ctx); err != nil {
+			return fmt.Errorf("starting simulator: %w", err)
+		}
+		defer sim.Stop()
+	} else {
+		// This process keeps the model (to register it); the children serve it.
+		shards, err := startSimShards(ctx, o, sim)
+		if err != nil {
+			return err
+		}
+		defer shards.stop()
+		simPids = shards.pids()
+		simPids["bench-scale (clients)"] = os.Getpid()
 	}
-	defer sim.Stop()
 	r := &result{opts: o}
 	if r.registration, err = register(ctx, cp, sim); err != nil {
 		return err
@@ -167,7 +198,7 @@ func run(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
-	env := &benchEnv{opts: o, cp: cp, api: api, sim: sim, simCA: simCA}
+	env := &benchEnv{opts: o, cp: cp, api: api, sim: sim, simCA: simCA, simPids: simPids}
 	for _, t := range targets {
 		tr, err := env.runTarget(ctx, t)
 		if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"time"
@@ -53,6 +54,8 @@ type benchEnv struct {
 	api   *framework.MetricsAPI
 	sim   *kubeletsim.Sim
 	simCA string
+	// simPids are the processes serving the simulator (and the clients), for the CPU table.
+	simPids map[string]int
 }
 
 // targetResult is everything measured of one target.
@@ -130,7 +133,7 @@ func (e *benchEnv) runTarget(ctx context.Context, t target) (*targetResult, erro
 func (e *benchEnv) scalePhase(ctx context.Context, t target, b *framework.Backend, direct, agg *http.Client, r *targetResult) error {
 	o := e.opts
 	fmt.Fprintf(os.Stderr, "%s: measuring collection for %s with no API load...\n", t.name, o.measure)
-	procs := map[string]int{"bench-scale (simulator)": os.Getpid()}
+	procs := maps.Clone(e.simPids)
 	for _, p := range e.cp.Processes() {
 		if pid := p.Pid(); pid != 0 && p != b.Proc {
 			procs[p.Name] = pid
