@@ -11,6 +11,7 @@ import (
 
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/metrics/pkg/apis/metrics"
 
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
@@ -102,9 +103,23 @@ func TestListsSharedWithinOneCollection(t *testing.T) {
 		}
 		return obj
 	}
+	RegisterMetrics() // a component-base metric observes nothing until registered
+	observed := func() uint64 {
+		t.Helper()
+		n, err := testutil.GetHistogramMetricCount(metricFreshness.ObserverMetric)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := observed()
 	one, two := list(all, &metainternalversion.ListOptions{}), list(all, &metainternalversion.ListOptions{})
 	if one != two {
 		t.Error("two lists of all pods in one collection were built twice")
+	}
+	// Freshness counts each value of a shared list once, however many requests it serves.
+	if got := observed() - before; got != 2 {
+		t.Errorf("two requests for one shared list of 2 pods observed freshness %d times, want 2", got)
 	}
 	if a := list(nsA, &metainternalversion.ListOptions{}); a == one || len(podList(t, a).Items) != 1 {
 		t.Errorf("the ns-a list is the all-namespaces list or wrong: %d items", len(podList(t, a).Items))

@@ -8,13 +8,13 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 )
 
-// metricFreshness is the age of every value served, so an operator sees when answers go stale before users do.
+// metricFreshness is the age of the values served (a shared list's once, when built), so an operator sees when answers go stale before users do.
 // Request latency needs nothing here: the generic server's apiserver_request_duration_seconds already covers it.
 var metricFreshness = metrics.NewHistogram(&metrics.HistogramOpts{
 	Namespace:      "metrics_ring",
 	Subsystem:      "api",
 	Name:           "metric_freshness_seconds",
-	Help:           "Age of the metrics served: request time minus the sample timestamp.",
+	Help:           "Age of the metrics served: request time minus the sample timestamp. A list shared by the requests of one collection is observed once, when it is built.",
 	Buckets:        metrics.ExponentialBuckets(1, 1.364, 20),
 	StabilityLevel: metrics.ALPHA,
 })

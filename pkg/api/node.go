@@ -85,6 +85,11 @@ func (s *NodeStorage) List(ctx context.Context, opts *metainternalversion.ListOp
 			if err != nil {
 				return nil, err
 			}
+			// Observed once per shared list, not per request: under load, 30,000 observations per request of
+			// one histogram cost more CPU than serving the shared bytes.
+			for i := range list.Items {
+				observeFreshness(now, list.Items[i].Timestamp.Time)
+			}
 			return &sharedNodeList{NodeMetricsList: list}, nil
 		})
 		if err != nil {
@@ -93,9 +98,6 @@ func (s *NodeStorage) List(ctx context.Context, opts *metainternalversion.ListOp
 		if len(shared.Items) == 0 {
 			// The handler sets an empty list's items in place; an empty list is cheap, so each request gets its own.
 			return &metrics.NodeMetricsList{ListMeta: shared.ListMeta, Items: []metrics.NodeMetrics{}}, nil
-		}
-		for i := range shared.Items {
-			observeFreshness(now, shared.Items[i].Timestamp.Time)
 		}
 		return shared, nil
 	}

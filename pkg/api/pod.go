@@ -86,6 +86,11 @@ func (s *PodStorage) List(ctx context.Context, opts *metainternalversion.ListOpt
 			if err != nil {
 				return nil, err
 			}
+			// Observed once per shared list, not per request: under load, 30,000 observations per request of
+			// one histogram cost more CPU than serving the shared bytes.
+			for i := range list.Items {
+				observeFreshness(now, list.Items[i].Timestamp.Time)
+			}
 			return &sharedPodList{PodMetricsList: list}, nil
 		})
 		if err != nil {
@@ -94,9 +99,6 @@ func (s *PodStorage) List(ctx context.Context, opts *metainternalversion.ListOpt
 		if len(shared.Items) == 0 {
 			// The handler sets an empty list's items in place; an empty list is cheap, so each request gets its own.
 			return &metrics.PodMetricsList{ListMeta: shared.ListMeta, Items: []metrics.PodMetrics{}}, nil
-		}
-		for i := range shared.Items {
-			observeFreshness(now, shared.Items[i].Timestamp.Time)
 		}
 		return shared, nil
 	}
