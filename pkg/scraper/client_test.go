@@ -1,6 +1,7 @@
 package scraper
 
 import (
+	"compress/gzip"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -192,5 +193,35 @@ func TestKeepAlive(t *testing.T) {
 	}
 	if n := conns.Load(); n != 1 {
 		t.Errorf("3 scrapes opened %d connections, want 1", n)
+	}
+}
+
+// Kubelets are asked for gzip only with --kubelet-compression, and either way the samples arrive.
+func TestCompression(t *testing.T) {
+	body := readFixture(t, "metrics-resource-30pods.txt")
+	for _, compression := range []bool{false, true} {
+		var gzipped atomic.Int32
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+				_, _ = w.Write(body)
+				return
+			}
+			gzipped.Add(1)
+			w.Header().Set("Content-Encoding", "gzip")
+			zw := gzip.NewWriter(w)
+			_, _ = zw.Write(body)
+			_ = zw.Close()
+		}))
+		srv.EnableHTTP2 = true
+		srv.StartTLS()
+		store := newFakeStore()
+		cycle(t, Options{CAFile: caFile(t, srv), Compression: compression}, store, nodeFor(t, "n", srv))
+		srv.Close()
+		if want := map[bool]int32{false: 0, true: 1}[compression]; gzipped.Load() != want {
+			t.Errorf("compression %v: %d gzip responses, want %d", compression, gzipped.Load(), want)
+		}
+		if n := len(store.batches["n"].Containers); len(store.ends) != 1 || !store.ends[0].success || n != 60 {
+			t.Errorf("compression %v: cycles %+v, %d containers stored, want 60", compression, store.ends, n)
+		}
 	}
 }
