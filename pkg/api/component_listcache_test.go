@@ -131,6 +131,18 @@ func TestListsSharedWithinOneCollection(t *testing.T) {
 		t.Error("pages are shared")
 	}
 	c.cycle(nil, map[string]float64{"ns-a/p1": 0.2, "ns-b/p1": 0.3})
+	// The previous collection's lists are let go when the new one lands, not when the next request comes.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		s.lists.mu.Lock()
+		held := len(s.lists.entries)
+		s.lists.mu.Unlock()
+		if held == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d lists of the previous collection still held 10 s after a new one landed", held)
+		}
+	}
 	if three := list(all, &metainternalversion.ListOptions{}); three == one {
 		t.Error("a new collection served the previous collection's list")
 	}
@@ -166,7 +178,7 @@ func TestListBuiltOnceUnderConcurrency(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l, err := c.get(context.Background(), "7", "all", build)
+			l, err := c.get(context.Background(), "7", "all", nil, build)
 			if err != nil {
 				t.Error(err)
 			}
@@ -179,7 +191,7 @@ func TestListBuiltOnceUnderConcurrency(t *testing.T) {
 	for builds.Load() == 0 {
 		time.Sleep(time.Millisecond)
 	}
-	if _, err := c.get(ctx, "7", "all", build); err != context.Canceled {
+	if _, err := c.get(ctx, "7", "all", nil, build); err != context.Canceled {
 		t.Errorf("a cancelled waiter: %v, want context.Canceled", err)
 	}
 	close(release)
@@ -194,10 +206,10 @@ func TestListBuiltOnceUnderConcurrency(t *testing.T) {
 	}
 
 	failing := func() (*sharedPodList, error) { builds.Add(1); return nil, errors.New("informer gone") }
-	if _, err := c.get(context.Background(), "8", "all", failing); err == nil {
+	if _, err := c.get(context.Background(), "8", "all", nil, failing); err == nil {
 		t.Fatal("a failed build returned no error")
 	}
-	if _, err := c.get(context.Background(), "8", "all", build); err != nil || builds.Load() != 3 {
+	if _, err := c.get(context.Background(), "8", "all", nil, build); err != nil || builds.Load() != 3 {
 		t.Errorf("after a failed build the next request did not build again: %v, %d builds", err, builds.Load())
 	}
 }

@@ -42,10 +42,16 @@ type listEntry[L runtime.Object] struct {
 // get returns the list for key at collection rv, building it with build when it is not shared yet. Concurrent
 // requests for the same list wait for one build rather than each building their own: when a collection lands
 // under load, hundreds of clients ask at once, and a list of every pod costs tens of megabytes to build.
-func (c *listCache[L]) get(ctx context.Context, rv, key string, build func() (L, error)) (L, error) {
+//
+// changed, when not nil, is closed once a newer collection is published: the lists are then dropped, so a list of
+// every pod (tens of megabytes with its encodings) is not kept alive through the quiet time until the next request.
+func (c *listCache[L]) get(ctx context.Context, rv, key string, changed <-chan struct{}, build func() (L, error)) (L, error) {
 	c.mu.Lock()
 	if c.rv != rv {
 		c.rv, c.entries = rv, map[string]*listEntry[L]{}
+		if changed != nil {
+			go c.dropOn(changed, rv)
+		}
 	}
 	e, ok := c.entries[key]
 	if !ok && len(c.entries) < maxCachedLists {
@@ -82,6 +88,24 @@ func (c *listCache[L]) get(ctx context.Context, rv, key string, build func() (L,
 	}()
 	e.list, e.err = build()
 	return e.list, e.err
+}
+
+// dropOn forgets the lists of collection rv when changed is closed, unless a newer collection replaced them first.
+func (c *listCache[L]) dropOn(changed <-chan struct{}, rv string) {
+	<-changed
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rv == rv {
+		c.rv, c.entries = "", nil
+	}
+}
+
+// changedOf is the channel closed when a snapshot newer than snap is published, or nil for storage without snapshots.
+func changedOf(snap points) <-chan struct{} {
+	if s, ok := snap.(interface{ Changed() <-chan struct{} }); ok {
+		return s.Changed()
+	}
+	return nil
 }
 
 // encodings caches one list's encoding per encoder (JSON, protobuf, YAML, pretty JSON).

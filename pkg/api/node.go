@@ -80,7 +80,7 @@ func (s *NodeStorage) List(ctx context.Context, opts *metainternalversion.ListOp
 	}
 	now := s.now().Time
 	if rv != "" && after == "" && limit <= 0 {
-		shared, err := s.lists.get(ctx, rv, selectorKey(opts), func() (*sharedNodeList, error) {
+		shared, err := s.lists.get(ctx, rv, selectorKey(opts), changedOf(snap), func() (*sharedNodeList, error) {
 			list, err := s.list(opts, snap, rv)
 			if err != nil {
 				return nil, err

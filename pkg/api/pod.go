@@ -81,7 +81,7 @@ func (s *PodStorage) List(ctx context.Context, opts *metainternalversion.ListOpt
 	now := s.now().Time
 	if rv != "" && after == "" && limit <= 0 {
 		key := genericapirequest.NamespaceValue(ctx) + "\x00" + selectorKey(opts)
-		shared, err := s.lists.get(ctx, rv, key, func() (*sharedPodList, error) {
+		shared, err := s.lists.get(ctx, rv, key, changedOf(snap), func() (*sharedPodList, error) {
 			list, err := s.list(ctx, opts, snap, rv)
 			if err != nil {
 				return nil, err
