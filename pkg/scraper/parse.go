@@ -124,6 +124,7 @@ func (p *parser) parseFrom(body []byte, pos int, nowMs int64, stats *parseStats)
 			return start + nl + 1
 		}
 		var anchor []byte // a slice of the entry's line, to find its end
+		skipFrom := false // the series is of a family not ours: skip its other lines without lexing them
 		switch et {
 		case textparse.EntrySeries:
 			series, ts, v := tp.Series()
@@ -132,7 +133,9 @@ func (p *parser) parseFrom(body []byte, pos int, nowMs int64, stats *parseStats)
 			if ts != nil {
 				t = *ts
 			}
-			p.sample(series, t, v, stats)
+			if !p.sample(series, t, v, stats) {
+				skipFrom = true
+			}
 		case textparse.EntryType:
 			anchor, _ = tp.Type()
 		case textparse.EntryHelp:
@@ -145,38 +148,102 @@ func (p *parser) parseFrom(body []byte, pos int, nowMs int64, stats *parseStats)
 			if nl := bytes.IndexByte(body[off+len(anchor):], '\n'); nl >= 0 {
 				lineEnd = off + len(anchor) + nl + 1
 			}
+			if skipFrom {
+				// Nearly half a kubelet response is pod-level and swap series; skipping them with a byte scan,
+				// and resuming textparse after them, saves lexing them.
+				if next := skipOthers(body, lineEnd); next > lineEnd {
+					return next
+				}
+			}
 		}
 	}
 }
 
-// sample merges one series into the node or its container.
-func (p *parser) sample(series []byte, ts int64, v float64, stats *parseStats) {
+// metricName is the name part of a series as textparse returns it (name, then labels or the value).
+func metricName(series []byte) []byte {
+	for i, c := range series {
+		if c == '{' || c == ' ' || c == '\t' || c == '\n' {
+			return series[:i]
+		}
+	}
+	return series
+}
+
+// readsMetric says whether sample reads the series of metric name.
+func readsMetric(name []byte) bool {
+	switch string(name) {
+	case "node_cpu_usage_seconds_total", "node_memory_working_set_bytes", "resource_scrape_error",
+		"container_cpu_usage_seconds_total", "container_memory_working_set_bytes", "container_start_time_seconds":
+		return true
+	}
+	return false
+}
+
+// skipOthers returns the end of the run of lines from pos that are series, HELP or TYPE lines of metrics sample
+// does not read (exporters write each family's lines together), or pos when the next line is one it reads. A line
+// it cannot tell (blank, another comment) ends the run too: textparse reads it.
+func skipOthers(body []byte, pos int) int {
+	var skipping []byte // the metric of the previous skipped series line: its next series skip without a lookup
+	for pos < len(body) {
+		line := body[pos:]
+		if nl := bytes.IndexByte(line, '\n'); nl >= 0 {
+			line = line[:nl+1]
+		}
+		if !seriesOf(line, skipping) {
+			var name []byte
+			switch {
+			case bytes.HasPrefix(line, []byte("# HELP ")), bytes.HasPrefix(line, []byte("# TYPE ")):
+				name = metricName(line[len("# HELP "):])
+			case line[0] != '#' && line[0] != ' ' && line[0] != '\n':
+				name, skipping = metricName(line), metricName(line)
+			}
+			if len(name) == 0 || readsMetric(name) {
+				return pos
+			}
+		}
+		pos += len(line)
+	}
+	return pos
+}
+
+// seriesOf says whether line is a series of metric name.
+func seriesOf(line, name []byte) bool {
+	if len(name) == 0 || len(line) <= len(name) || !bytes.HasPrefix(line, name) {
+		return false
+	}
+	c := line[len(name)]
+	return c == '{' || c == ' ' || c == '\t'
+}
+
+// sample merges one series into the node or its container. It reports false for a series of a metric that is not
+// one it reads, so the caller may skip that metric's other series.
+func (p *parser) sample(series []byte, ts int64, v float64, stats *parseStats) bool {
 	s, ok := scanSeries(series)
 	if !ok {
 		stats.MissingLabels++
-		return
+		return true
 	}
 	var bit uint8
 	switch string(s.name) {
 	case "node_cpu_usage_seconds_total":
 		if p.nodeHas&hasCPU != 0 {
 			stats.Duplicates++
-			return
+			return true
 		}
 		p.nodeHas |= hasCPU
 		p.nodeCPU, p.nodeTS = v, ts
-		return
+		return true
 	case "node_memory_working_set_bytes":
 		if p.nodeHas&hasMemory != 0 {
 			stats.Duplicates++
-			return
+			return true
 		}
 		p.nodeHas |= hasMemory
 		p.nodeMemory = v
-		return
+		return true
 	case "resource_scrape_error":
 		stats.ScrapeError = stats.ScrapeError || v != 0
-		return
+		return true
 	case "container_cpu_usage_seconds_total":
 		bit = hasCPU
 	case "container_memory_working_set_bytes":
@@ -184,16 +251,16 @@ func (p *parser) sample(series []byte, ts int64, v float64, stats *parseStats) {
 	case "container_start_time_seconds":
 		bit = hasStart
 	default:
-		return // pod_*, swap and anything new: not ours
+		return false // pod_*, swap and anything new: not ours
 	}
 	if len(s.namespace) == 0 || len(s.pod) == 0 || len(s.container) == 0 {
 		stats.MissingLabels++
-		return
+		return true
 	}
 	c := p.lookup(s.namespace, s.pod, s.container)
 	if c.has&bit != 0 {
 		stats.Duplicates++
-		return
+		return true
 	}
 	c.has |= bit
 	switch bit {
@@ -204,6 +271,7 @@ func (p *parser) sample(series []byte, ts int64, v float64, stats *parseStats) {
 	case hasStart:
 		c.start = v
 	}
+	return true
 }
 
 // lookup returns the container, interning it on first sight; the map lookup by string(p.key) does not allocate.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -188,6 +189,24 @@ func TestParseMalformed(t *testing.T) {
 		check: func(t *testing.T, s parseStats, _ *storage.Batch) {
 			if s.problems() || !s.ScrapeError {
 				t.Errorf("want no losses and the scrape error noted, got %+v", s)
+			}
+		},
+	}, {
+		// Lines of families it does not read are skipped unparsed; whatever follows them is read as ever.
+		name: "families not read are skipped, and what follows them is read",
+		in: "# HELP pod_cpu_usage_seconds_total x\n# TYPE pod_cpu_usage_seconds_total counter\n" +
+			`pod_cpu_usage_seconds_total{namespace="ns",pod="a"} 5 1000` + "\n" +
+			`pod_cpu_usage_seconds_total_other{namespace="ns",pod="a"} 5 1000` + "\n" +
+			node1 + `container_swap_usage_bytes{container="c",namespace="ns",pod="a"} 0 1000` + "\n" +
+			ctr("a", "c", 1, 2) + "# TYPE pod_memory_working_set_bytes gauge\n" +
+			`pod_memory_working_set_bytes{namespace="ns",pod="a"} 7 1000` + "\n" +
+			`container_cpu_usage_seconds_total{container="c",namespace="ns",pod="b"} 3 x` + "\n" +
+			ctr("b", "c", 3, 4) + `pod_swap_usage_bytes{namespace="ns",pod="a"} 0 1000` + "\n" +
+			"resource_scrape_error 1\n",
+		containers: []string{"a/c 1 2", "b/c 3 4"}, node: true,
+		check: func(t *testing.T, s parseStats, _ *storage.Batch) {
+			if s.BadLines != 1 || s.FirstError == nil || !strings.Contains(s.FirstError.Error(), "line 12") || !s.ScrapeError {
+				t.Errorf("want the bad container line (line 12) counted and the scrape error read, got %+v", s)
 			}
 		},
 	}, {
