@@ -279,8 +279,11 @@ func (p *parser) lookup(namespace, pod, name []byte) *container {
 	p.key = append(append(append(append(append(p.key[:0], namespace...), 0), pod...), 0), name...)
 	c := p.containers[string(p.key)]
 	if c == nil {
-		c = &container{namespace: string(namespace), pod: string(pod), name: string(name)}
-		p.containers[string(p.key)] = c
+		// One string holds the key and, as slices of it, the three names storage keeps: one allocation, not four.
+		key := string(p.key)
+		podAt, nameAt := len(namespace)+1, len(namespace)+1+len(pod)+1
+		c = &container{namespace: key[:len(namespace)], pod: key[podAt : podAt+len(pod)], name: key[nameAt:]}
+		p.containers[key] = c
 	}
 	if c.epoch != p.epoch {
 		c.epoch, c.has = p.epoch, 0
