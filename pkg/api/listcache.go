@@ -140,7 +140,8 @@ func (e *encodings) cacheEncode(obj runtime.Object, id runtime.Identifier, encod
 		// The list is never modified once shared (conversion to v1beta1 copies), so the encoder gets it itself
 		// rather than a deep copy.
 		enc.err = encode(obj, &buf)
-		enc.data = buf.Bytes()
+		// An exact-size copy: the buffer grew by doubling, and a list of every pod is kept for a whole collection.
+		enc.data = bytes.Clone(buf.Bytes())
 	})
 	if enc.err != nil {
 		return enc.err
