@@ -22,3 +22,26 @@ func workersFor(nodes, floor int, meanScrape, budget time.Duration) int {
 	}
 	return min(w, nodes)
 }
+
+// rampUp is how many workers to add, mid-cycle, when at the pace so far the nodes not yet started would not all
+// start by target (half the budget): the first cycle has no latency to size from, and latency can jump (a
+// cold start opens every connection at once: at 10,000 nodes the first cycles failed a third of the nodes with
+// workers sized by the floor). Progress is counted in nodes handed to workers, which is the completion rate once
+// every worker has had its first node.
+func rampUp(workers, started, total int, elapsed, target time.Duration) int {
+	left := total - started
+	if left <= 0 || started <= 0 || elapsed <= 0 || workers >= maxWorkers {
+		return 0
+	}
+	projected := time.Duration(float64(left) * float64(elapsed) / float64(started))
+	remaining := target - elapsed
+	if projected <= remaining {
+		return 0
+	}
+	factor := 2.0 // past the target already: double, and look again at the next tick
+	if remaining > 0 {
+		factor = math.Max(float64(projected)/float64(remaining), 1.25)
+	}
+	want := min(int(math.Ceil(float64(workers)*factor)), maxWorkers, workers+left)
+	return max(0, want-workers)
+}

@@ -51,17 +51,43 @@ func TestSlowKubeletsGetMoreWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// One worker, 60 nodes of 100 ms, 2 s: about 20 nodes scraped, the rest past the deadline.
+	// One worker, 60 nodes of 100 ms: 6 s of scraping in a row, over the 2 s budget. Workers are added within
+	// the first cycle as soon as its pace shows it, so no node fails even then.
 	s.collect(context.Background())
-	if end := store.lastEnd(t); end.err == nil {
-		t.Fatal("the first cycle scraped 60 slow nodes with one worker within 2 s: the test proves nothing")
+	if end := store.lastEnd(t); end.err != nil {
+		t.Fatalf("first cycle: %v (workers %d)", end.err, len(s.workers))
 	}
+	if len(s.workers) < 4 {
+		t.Fatalf("60 nodes of 100 ms in 2 s with %d workers: impossible, the test is broken", len(s.workers))
+	}
+	// The next cycles start with enough workers, sized from the latency measured.
 	for cycle := 2; cycle <= 3; cycle++ {
 		s.collect(context.Background())
 		if end := store.lastEnd(t); end.err == nil {
-			t.Logf("cycle %d scraped every node with %d workers (mean scrape %v)", cycle, len(s.workers), s.meanScrape)
 			return
 		}
 	}
 	t.Fatalf("after 3 cycles nodes still fail: %v (workers %d, mean scrape %v)", store.lastEnd(t).err, len(s.workers), s.meanScrape)
+}
+
+func TestRampUp(t *testing.T) {
+	for _, tc := range []struct {
+		name                    string
+		workers, started, total int
+		elapsed, target         time.Duration
+		want                    int
+	}{
+		{"on pace", 10, 50, 100, time.Second, 3 * time.Second, 0},
+		{"twice too slow", 10, 20, 100, time.Second, 3 * time.Second, 10}, // 4 s projected for 2 s left
+		{"past the target doubles", 10, 20, 100, 4 * time.Second, 3 * time.Second, 10},
+		{"at most one worker per node left", 10, 20, 25, 4 * time.Second, 3 * time.Second, 5},
+		{"never past maxWorkers", maxWorkers - 3, 10, 100000, time.Second, 2 * time.Second, 3},
+		{"nothing started yet: no pace to judge", 10, 0, 100, time.Second, 3 * time.Second, 0},
+		{"everything started", 10, 100, 100, time.Second, 3 * time.Second, 0},
+		{"slightly slow still adds a quarter", 100, 500, 1000, time.Second, 1990 * time.Millisecond, 25},
+	} {
+		if got := rampUp(tc.workers, tc.started, tc.total, tc.elapsed, tc.target); got != tc.want {
+			t.Errorf("%s: rampUp = %d, want %d", tc.name, got, tc.want)
+		}
+	}
 }
