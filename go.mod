@@ -3,6 +3,7 @@ module github.com/metrics-ring/metrics-ring
 go 1.26.8
 
 require (
+	github.com/klauspost/compress v1.19.1
 	github.com/prometheus/common v0.70.1
 	github.com/prometheus/prometheus v0.314.0
 	github.com/spf13/cobra v1.10.2

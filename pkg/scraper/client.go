@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/klauspost/compress/gzip"
 	"k8s.io/client-go/rest"
 )
 
@@ -19,6 +20,12 @@ const snippetBytes = 256
 type kubeletClient struct {
 	http     *http.Client
 	maxBytes int64
+	gzip     bool
+}
+
+// readers are one worker's reusable decoding state.
+type readers struct {
+	gz *gzip.Reader // nil until the first gzip response
 }
 
 func newKubeletClient(o *Options) (*kubeletClient, error) {
@@ -29,18 +36,23 @@ func newKubeletClient(o *Options) (*kubeletClient, error) {
 		return nil, fmt.Errorf("building the kubelet client transport: %w", err)
 	}
 	// No http.Client.Timeout: every request carries a context deadline (--kubelet-request-timeout).
-	return &kubeletClient{http: &http.Client{Transport: rt}, maxBytes: o.MaxResponseBytes}, nil
+	return &kubeletClient{http: &http.Client{Transport: rt}, maxBytes: o.MaxResponseBytes, gzip: o.Compression}, nil
 }
 
 // fetch GETs url and reads the body into buf (reused; grown when needed) and returns it. The returned slice always
 // has at least one byte of spare capacity, which the parser relies on. Errors name the node and the URL.
-func (c *kubeletClient) fetch(ctx context.Context, node, url string, buf []byte) ([]byte, error) {
+func (c *kubeletClient) fetch(ctx context.Context, node, url string, buf []byte, rd *readers) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return buf, fmt.Errorf("node %q: GET %s: %w", node, url, err)
 	}
 	// The kubelet negotiates its format; ask for the classic text format textparse's PromParser reads.
 	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	if c.gzip {
+		// Asked for here and decoded below (the transport's own gzip is off): its reader is allocated anew for
+		// every response, about 40 KB, where a worker's is reset.
+		req.Header.Set("Accept-Encoding", "gzip")
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		// A *url.Error already names the method and URL.
@@ -60,11 +72,37 @@ func (c *kubeletClient) fetch(ctx context.Context, node, url string, buf []byte)
 	if resp.ContentLength > c.maxBytes {
 		return buf, fmt.Errorf("node %q: GET %s: %w: Content-Length %d", node, url, c.tooLarge(), resp.ContentLength)
 	}
-	buf, err = readCapped(resp.Body, buf[:0], c.maxBytes)
+	body, err := rd.decode(resp)
+	if err != nil {
+		return buf, fmt.Errorf("node %q: GET %s: %w", node, url, err)
+	}
+	// The cap applies to the decoded bytes too, so a small gzip body cannot expand past it.
+	buf, err = readCapped(body, buf[:0], c.maxBytes)
 	if err != nil {
 		return buf, fmt.Errorf("node %q: GET %s: reading body: %w", node, url, err)
 	}
 	return buf, nil
+}
+
+// decode returns resp's body as plain text, through the worker's gzip reader when the kubelet compressed it.
+func (rd *readers) decode(resp *http.Response) (io.Reader, error) {
+	switch enc := resp.Header.Get("Content-Encoding"); enc {
+	case "", "identity":
+		return resp.Body, nil
+	case "gzip":
+		if rd.gz == nil {
+			gz, err := gzip.NewReader(resp.Body)
+			if err != nil {
+				return nil, fmt.Errorf("reading gzip body: %w", err)
+			}
+			rd.gz = gz
+		} else if err := rd.gz.Reset(resp.Body); err != nil {
+			return nil, fmt.Errorf("reading gzip body: %w", err)
+		}
+		return rd.gz, nil
+	default:
+		return nil, fmt.Errorf("unsupported Content-Encoding %q", enc)
+	}
 }
 
 // errTooLarge is wrapped by errors about responses over the size cap.

@@ -55,8 +55,9 @@ type nodeState struct {
 
 // worker is one concurrent scrape slot; its buffer and batch are reused for every node it scrapes.
 type worker struct {
-	buf   []byte
-	batch storage.Batch
+	buf     []byte
+	readers readers
+	batch   storage.Batch
 }
 
 // New validates o and builds the kubelet client.
@@ -209,7 +210,7 @@ func (s *Scraper) scrape(ctx context.Context, w *worker, node *corev1.Node, st *
 	defer cancel()
 	url, err := nodeURL(node, &s.opts)
 	if err == nil {
-		w.buf, err = s.client.fetch(ctx, node.Name, url, w.buf)
+		w.buf, err = s.client.fetch(ctx, node.Name, url, w.buf, &w.readers)
 	}
 	if err == nil {
 		stats := st.parser.parse(w.buf, time.Now(), node.Name, &w.batch)

@@ -1,6 +1,7 @@
 package scraper
 
 import (
+	"compress/gzip"
 	"context"
 	"errors"
 	"net/http"
@@ -64,6 +65,31 @@ func TestFailingKubelets(t *testing.T) {
 			}
 		},
 		want: []string{"cap of 40000 bytes"},
+	}, {
+		name: "gzip that expands past the cap",
+		o:    Options{MaxResponseBytes: 40000, Compression: true},
+		handler: func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Encoding", "gzip")
+			zw := gzip.NewWriter(w)
+			_, _ = zw.Write(make([]byte, 10<<20)) // 10 MiB of zeros: about 10 KB on the wire
+			_ = zw.Close()
+		},
+		want: []string{"response too large", "cap of 40000 bytes"},
+	}, {
+		name: "corrupt gzip",
+		o:    Options{Compression: true},
+		handler: func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Encoding", "gzip")
+			_, _ = w.Write(fixture[:200])
+		},
+		want: []string{"reading gzip body", "invalid header"},
+	}, {
+		name: "unknown Content-Encoding",
+		handler: func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Encoding", "br")
+			_, _ = w.Write(fixture)
+		},
+		want: []string{`unsupported Content-Encoding "br"`},
 	}, {
 		name: "truncated body",
 		handler: func(w http.ResponseWriter, _ *http.Request) {

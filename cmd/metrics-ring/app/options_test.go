@@ -78,6 +78,7 @@ func TestMetricsServerDeploymentArgs(t *testing.T) {
 		{"insecure tls", o.Kubelet.InsecureTLS, true},
 		{"kubelet port", o.Kubelet.Port, 10255},
 		{"request timeout", o.Kubelet.RequestTimeout, 5 * time.Second},
+		{"kubelet compression, on by default", o.Kubelet.Compression, true},
 		{"node selector", o.Kubelet.NodeSelector, "kubernetes.io/os=linux"},
 		{"authn kubeconfig", o.Server.Authentication.RemoteKubeConfigFile, "/etc/kubernetes/authn.conf"},
 		{"authz kubeconfig", o.Server.Authorization.RemoteKubeConfigFile, "/etc/kubernetes/authz.conf"},
