@@ -30,8 +30,10 @@ import (
 // kubelet scraper (started once the informers have synced) and the API server (serving at once, with /readyz
 // failing until the first collection cycle has finished).
 func Run(ctx context.Context, o *Options) error {
+	gcPercent := setGCPercent()
 	klog.InfoS("Starting metrics-ring", "version", version.Version, "commit", version.Commit, "source", o.Source,
-		"resolution", o.MetricResolution, "window", o.Window, "staleAfter", o.StaleAfter, "history", o.History)
+		"resolution", o.MetricResolution, "window", o.Window, "staleAfter", o.StaleAfter, "history", o.History,
+		"gcPercent", gcPercent)
 	restConfig, err := o.restConfig()
 	if err != nil {
 		return err
