@@ -124,7 +124,7 @@ func (p *parser) parseFrom(body []byte, pos int, nowMs int64, stats *parseStats)
 			return start + nl + 1
 		}
 		var anchor []byte // a slice of the entry's line, to find its end
-		skipFrom := false // the series is of a family not ours: skip its other lines without lexing them
+		skipFrom := false // the series is of a metric not read: skip the lines of others like it without lexing them
 		switch et {
 		case textparse.EntrySeries:
 			series, ts, v := tp.Series()
@@ -133,9 +133,7 @@ func (p *parser) parseFrom(body []byte, pos int, nowMs int64, stats *parseStats)
 			if ts != nil {
 				t = *ts
 			}
-			if !p.sample(series, t, v, stats) {
-				skipFrom = true
-			}
+			skipFrom = !p.sample(series, t, v, stats)
 		case textparse.EntryType:
 			anchor, _ = tp.Type()
 		case textparse.EntryHelp:
@@ -159,62 +157,6 @@ func (p *parser) parseFrom(body []byte, pos int, nowMs int64, stats *parseStats)
 	}
 }
 
-// metricName is the name part of a series as textparse returns it (name, then labels or the value).
-func metricName(series []byte) []byte {
-	for i, c := range series {
-		if c == '{' || c == ' ' || c == '\t' || c == '\n' {
-			return series[:i]
-		}
-	}
-	return series
-}
-
-// readsMetric says whether sample reads the series of metric name.
-func readsMetric(name []byte) bool {
-	switch string(name) {
-	case "node_cpu_usage_seconds_total", "node_memory_working_set_bytes", "resource_scrape_error",
-		"container_cpu_usage_seconds_total", "container_memory_working_set_bytes", "container_start_time_seconds":
-		return true
-	}
-	return false
-}
-
-// skipOthers returns the end of the run of lines from pos that are series, HELP or TYPE lines of metrics sample
-// does not read (exporters write each family's lines together), or pos when the next line is one it reads. A line
-// it cannot tell (blank, another comment) ends the run too: textparse reads it.
-func skipOthers(body []byte, pos int) int {
-	var skipping []byte // the metric of the previous skipped series line: its next series skip without a lookup
-	for pos < len(body) {
-		line := body[pos:]
-		if nl := bytes.IndexByte(line, '\n'); nl >= 0 {
-			line = line[:nl+1]
-		}
-		if !seriesOf(line, skipping) {
-			var name []byte
-			switch {
-			case bytes.HasPrefix(line, []byte("# HELP ")), bytes.HasPrefix(line, []byte("# TYPE ")):
-				name = metricName(line[len("# HELP "):])
-			case line[0] != '#' && line[0] != ' ' && line[0] != '\n':
-				name, skipping = metricName(line), metricName(line)
-			}
-			if len(name) == 0 || readsMetric(name) {
-				return pos
-			}
-		}
-		pos += len(line)
-	}
-	return pos
-}
-
-// seriesOf says whether line is a series of metric name.
-func seriesOf(line, name []byte) bool {
-	if len(name) == 0 || len(line) <= len(name) || !bytes.HasPrefix(line, name) {
-		return false
-	}
-	c := line[len(name)]
-	return c == '{' || c == ' ' || c == '\t'
-}
-
 // sample merges one series into the node or its container. It reports false for a series of a metric that is not
 // one it reads, so the caller may skip that metric's other series.
 func (p *parser) sample(series []byte, ts int64, v float64, stats *parseStats) bool {
@@ -224,8 +166,8 @@ func (p *parser) sample(series []byte, ts int64, v float64, stats *parseStats) b
 		return true
 	}
 	var bit uint8
-	switch string(s.name) {
-	case "node_cpu_usage_seconds_total":
+	switch metricOf(s.name) {
+	case metricNodeCPU:
 		if p.nodeHas&hasCPU != 0 {
 			stats.Duplicates++
 			return true
@@ -233,7 +175,7 @@ func (p *parser) sample(series []byte, ts int64, v float64, stats *parseStats) b
 		p.nodeHas |= hasCPU
 		p.nodeCPU, p.nodeTS = v, ts
 		return true
-	case "node_memory_working_set_bytes":
+	case metricNodeMemory:
 		if p.nodeHas&hasMemory != 0 {
 			stats.Duplicates++
 			return true
@@ -241,17 +183,17 @@ func (p *parser) sample(series []byte, ts int64, v float64, stats *parseStats) b
 		p.nodeHas |= hasMemory
 		p.nodeMemory = v
 		return true
-	case "resource_scrape_error":
+	case metricScrapeError:
 		stats.ScrapeError = stats.ScrapeError || v != 0
 		return true
-	case "container_cpu_usage_seconds_total":
+	case metricContainerCPU:
 		bit = hasCPU
-	case "container_memory_working_set_bytes":
+	case metricContainerMemory:
 		bit = hasMemory
-	case "container_start_time_seconds":
+	case metricContainerStart:
 		bit = hasStart
 	default:
-		return false // pod_*, swap and anything new: not ours
+		return false
 	}
 	if len(s.namespace) == 0 || len(s.pod) == 0 || len(s.container) == 0 {
 		stats.MissingLabels++
