@@ -3,6 +3,7 @@ package app
 import (
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
 
 	"k8s.io/klog/v2"
 )
@@ -17,9 +18,10 @@ const defaultGCPercent = 50
 func setGCPercent() int {
 	if v, ok := os.LookupEnv("GOGC"); ok {
 		klog.V(1).InfoS("Garbage collection target from the environment", "GOGC", v)
-		prev := debug.SetGCPercent(100)
-		debug.SetGCPercent(prev)
-		return prev
+		// Read, not set: the runtime has parsed GOGC already ("off" reads as -1).
+		sample := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+		metrics.Read(sample)
+		return int(sample[0].Value.Uint64())
 	}
 	debug.SetGCPercent(defaultGCPercent)
 	return defaultGCPercent
