@@ -1,5 +1,7 @@
 package storage
 
+import "time"
+
 // RetainedViews is how many of the newest views storage keeps, so a watch can resume from a resourceVersion that
 // is up to RetainedViews-1 collections old (older is 410 Gone). Each view costs about one servable point per object.
 const RetainedViews = 4
@@ -29,11 +31,16 @@ func (v *view) Node(name string) (NodePoint, bool) {
 
 // Pod implements Snapshot.
 func (v *view) Pod(namespace, name string) (PodPoint, bool) {
-	e, ok := v.pods[podKey{namespace, name}]
-	if !ok || v.owner.stale(e.seen) {
+	i, ok := v.index[podKey{namespace, name}]
+	if !ok || int(i) >= len(v.pods) {
 		return PodPoint{}, false
 	}
-	return e.PodPoint, true
+	e := &v.pods[i]
+	if e.n == 0 || v.owner.stale(e.seen) {
+		return PodPoint{}, false
+	}
+	end := e.from + e.n
+	return PodPoint{Timestamp: time.Unix(0, e.ts), Window: e.window, Containers: v.containers[e.from:end:end]}, true
 }
 
 // Generation implements Snapshot.
@@ -50,8 +57,10 @@ func (v *view) Each(node func(name string), pod func(namespace, name string)) {
 		}
 	}
 	if pod != nil {
-		for k := range v.pods {
-			pod(k.namespace, k.name)
+		for k, i := range v.index {
+			if int(i) < len(v.pods) && v.pods[i].n > 0 {
+				pod(k.namespace, k.name)
+			}
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,8 +58,9 @@ type podKey struct{ namespace, name string }
 
 // pod holds the series of one pod's containers; pods have a handful of containers, so a slice beats a map.
 type pod struct {
-	containers []container
-	batch      uint64 // sequence number of the newest Store that reported the pod
+	containers []container // sorted by name, so building a view needs no sort
+	batch      uint64      // sequence number of the newest Store that reported the pod
+	slot       int32       // the pod's index in Storage.slots and in every view's pods
 }
 
 // batchMark remembers a batch key's previous Store: its newest sample time, for fresh containers, and when it
@@ -76,6 +79,7 @@ type Storage struct {
 	mu        sync.Mutex // held by writers: Store and EndCycle
 	nodes     map[string]*series
 	pods      map[podKey]*pod
+	slots     slots                // every pod by its slot
 	lastBatch map[string]batchMark // each batch key's previous Store
 	batches   uint64               // Store calls so far, the sequence number of series.batch
 	health    Health
@@ -139,6 +143,7 @@ func (s *Storage) Store(b *Batch) Rejection {
 		p := s.pods[key]
 		if p == nil {
 			p = &pod{}
+			s.slots.add(p)
 			s.pods[key] = p
 		}
 		p.batch = seq
@@ -184,7 +189,10 @@ func (p *pod) series(name string, history int) *series {
 		}
 	}
 	sr := newSeries(history)
-	p.containers = append(p.containers, container{name: name, series: sr})
+	i, _ := slices.BinarySearchFunc(p.containers, name, func(c container, name string) int {
+		return strings.Compare(c.name, name)
+	})
+	p.containers = slices.Insert(p.containers, i, container{name: name, series: sr})
 	return sr
 }
 

@@ -4,18 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 )
 
 // view is an immutable snapshot of what is servable, published at the end of each cycle. Readers load it with one
 // atomic pointer read; staleness is checked at read time, because time passes between cycles.
 type view struct {
-	nodes   map[string]nodeEntry
-	pods    map[podKey]podEntry
-	health  Health
-	changed chan struct{} // closed when the next view is published
-	owner   *Storage      // for the staleness check at read time
+	nodes map[string]nodeEntry
+	// index maps a pod to its entry in pods; containers holds every servable pod's containers, each pod's a run.
+	index      map[podKey]int32
+	pods       []podEntry
+	containers []ContainerPoint
+	health     Health
+	changed    chan struct{} // closed when the next view is published
+	owner      *Storage      // for the staleness check at read time
 }
 
 type nodeEntry struct {
@@ -23,9 +25,12 @@ type nodeEntry struct {
 	seen int64
 }
 
+// podEntry is a pod's servable point, without pointers: times are Unix nanoseconds and the containers are
+// containers[from:from+n] of its view. n is 0 when the pod is not servable.
 type podEntry struct {
-	PodPoint
-	seen int64
+	ts, seen int64
+	window   time.Duration
+	from, n  uint32
 }
 
 // prune drops series of deleted objects, stale series and containers missing from their pod's newest report.
@@ -55,6 +60,7 @@ func (s *Storage) prune(now int64) {
 			p.containers = slices.DeleteFunc(p.containers, func(c container) bool { return c.batch != p.batch })
 			continue
 		}
+		s.slots.remove(p)
 		delete(s.pods, key)
 	}
 	for key, m := range s.lastBatch {
@@ -72,14 +78,15 @@ func (p *pod) newestSeen() int64 {
 	return seen
 }
 
-// buildView computes every servable point. Called with s.mu held. The containers of all pods share one slab, so a
-// cycle allocates a constant number of objects, not one per pod.
+// buildView computes every servable point. Called with s.mu held. A cycle allocates a constant number of objects,
+// not one per pod: the entries and all pods' containers are two slices.
 func (s *Storage) buildView() *view {
 	now := s.opts.Now()
 	w, res, stale := s.opts.Window, s.opts.Resolution, s.opts.StaleAfter
 	v := &view{
 		nodes:  make(map[string]nodeEntry, len(s.nodes)),
-		pods:   make(map[podKey]podEntry, len(s.pods)),
+		index:  s.slots.indexOf(s.pods),
+		pods:   make([]podEntry, len(s.slots.pods)),
 		health: s.health,
 	}
 	for name, sr := range s.nodes {
@@ -94,30 +101,32 @@ func (s *Storage) buildView() *view {
 	for _, p := range s.pods {
 		total += len(p.containers)
 	}
-	slab := make([]ContainerPoint, 0, total)
-	for key, p := range s.pods {
-		from := len(slab)
-		var e podEntry
+	v.containers = make([]ContainerPoint, 0, total)
+	for slot, p := range s.slots.pods {
+		if p == nil {
+			continue
+		}
+		from := len(v.containers)
+		e := podEntry{from: uint32(from)}
 		servable := len(p.containers) > 0
-		for _, c := range p.containers {
+		for _, c := range p.containers { // sorted by name, as served
 			u, ts, win, ok := c.usage(w, res, stale)
 			if !ok {
 				servable = false // every container must be servable, or the pod is not
 				break
 			}
-			slab = append(slab, ContainerPoint{Name: c.name, Usage: u})
-			if ts > unixNano(e.Timestamp) {
-				e.Timestamp, e.Window = time.Unix(0, ts), win
+			v.containers = append(v.containers, ContainerPoint{Name: c.name, Usage: u})
+			if ts > e.ts {
+				e.ts, e.window = ts, win
 			}
 			e.seen = max(e.seen, c.seen)
 		}
 		if !servable {
-			slab = slab[:from]
+			v.containers = v.containers[:from]
 			continue
 		}
-		e.Containers = slab[from:len(slab):len(slab)]
-		slices.SortFunc(e.Containers, func(a, b ContainerPoint) int { return strings.Compare(a.Name, b.Name) })
-		v.pods[key] = e
+		e.n = uint32(len(v.containers) - from)
+		v.pods[slot] = e
 	}
 	return v
 }
