@@ -32,6 +32,11 @@ func TestSnapshotsKeepTheirPodsAsPodsComeAndGo(t *testing.T) {
 	// cycle reports the pods (two containers each, the sidecar first) twice, so that each is servable with a CPU
 	// of 1 core for p000, 2 for p001 and so on.
 	cycle := func(pods []string) {
+		for key := range live.pods { // the informer's delete events
+			if !slices.Contains(pods, key[len("ns/"):]) {
+				f.PodDeleted("ns", key[len("ns/"):])
+			}
+		}
 		clear(live.pods)
 		for range 2 {
 			at += 15 * time.Second

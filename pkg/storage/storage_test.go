@@ -283,6 +283,7 @@ func TestDeletedObjectsArePruned(t *testing.T) {
 	}
 	delete(live.pods, "ns/q")
 	delete(live.nodes, "n1")
+	f.PodDeleted("ns", "q")
 	f.EndCycle(true, nil)
 	if _, ok := f.Pod("ns", "q"); ok {
 		t.Error("deleted pod still served")
@@ -295,6 +296,16 @@ func TestDeletedObjectsArePruned(t *testing.T) {
 	}
 	if len(f.nodes) != 0 || len(f.pods) != 1 || len(f.lastBatch) != 0 {
 		t.Errorf("storage keeps %d nodes, %d pods, %d batch keys; want 0, 1, 0", len(f.nodes), len(f.pods), len(f.lastBatch))
+	}
+	// A kubelet goes on reporting a terminating pod for a while: that must not bring it back, nor keep a pod that
+	// was never Running.
+	f.scrape(30*time.Second, nil, append(batch(30*time.Second), ctr("pending", "app", 30*time.Second, -time.Hour, 1, 1e6)))
+	f.scrape(45*time.Second, nil, append(batch(45*time.Second), ctr("pending", "app", 45*time.Second, -time.Hour, 2, 1e6)))
+	if _, ok := f.Pod("ns", "q"); ok || len(f.pods) != 1 {
+		t.Errorf("a deleted pod came back when its kubelet reported it again: storage keeps %d pods", len(f.pods))
+	}
+	if p, ok := f.Pod("ns", "p"); !ok || !p.Timestamp.Equal(t0.Add(45*time.Second)) {
+		t.Errorf("live pod = %+v, %v after the deletion", p, ok)
 	}
 }
 

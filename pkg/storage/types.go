@@ -102,8 +102,9 @@ type PodPoint struct {
 	Containers []ContainerPoint // sorted by name
 }
 
-// Liveness tells storage which objects still exist, so series of deleted nodes and pods are dropped at the end of
-// the cycle that notices. cmd wires it to the informers' listers.
+// Liveness tells storage which objects still exist: series of deleted nodes are dropped at the end of the cycle
+// that notices, and a pod that does not exist is not stored (deleted pods are dropped by Storage.PodDeleted). cmd
+// wires it to the informers' listers.
 type Liveness interface {
 	NodeExists(name string) bool
 	PodExists(namespace, name string) bool

@@ -33,7 +33,7 @@ type podEntry struct {
 	from, n  uint32
 }
 
-// prune drops series of deleted objects, stale series and containers missing from their pod's newest report.
+// prune drops series of deleted nodes, stale series and containers missing from their pod's newest report.
 // Called with s.mu held.
 func (s *Storage) prune(now int64) {
 	live, stale := s.opts.Liveness, int64(s.opts.StaleAfter)
@@ -48,18 +48,14 @@ func (s *Storage) prune(now int64) {
 		}
 		delete(s.nodes, name)
 	}
-	for key, p := range s.pods {
-		switch {
-		case live != nil && !live.PodExists(key.namespace, key.name):
-			seriesPruned.WithLabelValues("deleted").Add(float64(len(p.containers)))
-		case now-p.newestSeen() > stale:
-			seriesPruned.WithLabelValues("stale").Add(float64(len(p.containers)))
-		default:
+	for key, p := range s.pods { // deleted pods are gone already (PodDeleted)
+		if now-p.newestSeen() <= stale {
 			// A container missing from its pod's newest report is gone (an init container that completed, a
 			// container removed by a restart of the pod sandbox).
 			p.containers = slices.DeleteFunc(p.containers, func(c container) bool { return c.batch != p.batch })
 			continue
 		}
+		seriesPruned.WithLabelValues("stale").Add(float64(len(p.containers)))
 		s.slots.remove(p)
 		delete(s.pods, key)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -87,6 +88,11 @@ func Wire(o *Options, client kubernetes.Interface, metaClient metadata.Interface
 		StaleAfter: o.StaleAfter,
 		Liveness:   liveness{nodes: nodes.Lister(), pods: pods.Lister()},
 	})
+	if _, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		podDeleted(store, obj)
+	}}); err != nil {
+		return nil, fmt.Errorf("pod informer: %w", err)
+	}
 	so, err := o.Kubelet.ScraperOptions(o.MetricResolution, restConfig)
 	if err != nil {
 		return nil, err
@@ -174,7 +180,7 @@ func requirements(so scraper.Options) labels.Requirements {
 	return reqs
 }
 
-// liveness tells storage which nodes and Running pods still exist, from the informers.
+// liveness tells storage which nodes and Running pods exist, from the informers.
 type liveness struct {
 	nodes corelisters.NodeLister
 	pods  cache.GenericLister
@@ -188,4 +194,17 @@ func (l liveness) NodeExists(name string) bool {
 func (l liveness) PodExists(namespace, name string) bool {
 	_, err := l.pods.ByNamespace(namespace).Get(name)
 	return err == nil
+}
+
+// podDeleted drops a deleted (or no longer Running) pod's series from storage: the pod informer's delete handler.
+func podDeleted(store *storage.Storage, obj any) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		klog.ErrorS(err, "Pod informer delivered a deletion of an unexpected type", "type", fmt.Sprintf("%T", obj))
+		return
+	}
+	store.PodDeleted(m.GetNamespace(), m.GetName())
 }

@@ -24,7 +24,8 @@ import (
 
 // TestWiring runs the wired process (informers over fake clients, storage, the real kubelet scraper against an
 // httptest kubelet, the API server on 127.0.0.1) and checks that /readyz turns ready once the first collection
-// cycle has finished, with both named checks, and that the node's metrics are then served.
+// cycle has finished, with both named checks, that the node's metrics are then served, and that a deleted pod's
+// are dropped.
 func TestWiring(t *testing.T) {
 	var scrapes atomic.Int64
 	kubelet := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -38,6 +39,11 @@ func TestWiring(t *testing.T) {
 		ms := time.Now().UnixMilli()
 		fmt.Fprintf(w, "# TYPE node_cpu_usage_seconds_total counter\nnode_cpu_usage_seconds_total %g %d\n", 100+float64(n)/2, ms)
 		fmt.Fprintf(w, "# TYPE node_memory_working_set_bytes gauge\nnode_memory_working_set_bytes 1.073741824e+09 %d\n", ms)
+		// And one pod's container, reported whether or not the pod still exists, as a kubelet does for a while.
+		fmt.Fprintf(w, "# TYPE container_cpu_usage_seconds_total counter\n"+
+			"container_cpu_usage_seconds_total{container=\"app\",namespace=\"ns\",pod=\"p1\"} %g %d\n", 10+float64(n)/4, ms)
+		fmt.Fprintf(w, "# TYPE container_memory_working_set_bytes gauge\n"+
+			"container_memory_working_set_bytes{container=\"app\",namespace=\"ns\",pod=\"p1\"} 1.048576e+06 %d\n", ms)
 	}))
 	defer kubelet.Close()
 	port := kubelet.Listener.Addr().(*net.TCPAddr).Port
@@ -56,7 +62,10 @@ func TestWiring(t *testing.T) {
 	if err := metav1.AddMetaToScheme(metaScheme); err != nil {
 		t.Fatal(err)
 	}
-	meta := metadatafake.NewSimpleMetadataClient(metaScheme)
+	meta := metadatafake.NewSimpleMetadataClient(metaScheme, &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p1"},
+	})
 
 	o, _, err := parse(t, "--kubelet-insecure-tls", "--kubelet-use-node-status-port", "--metric-resolution=1s",
 		"--bind-address=127.0.0.1", "--cert-dir="+t.TempDir())
@@ -122,6 +131,28 @@ func TestWiring(t *testing.T) {
 	}
 	if !ok || p.Memory != 1<<30 {
 		t.Fatalf("node-1 never servable (%v) or wrong memory %d after %d scrapes", ok, p.Memory, scrapes.Load())
+	}
+	if _, ok := w.Storage.Pod("ns", "p1"); !ok {
+		t.Fatal("pod ns/p1 not servable when node-1 is")
+	}
+	// Deleting the pod drops its series by the next cycle, though the kubelet goes on reporting it.
+	if err := meta.Resource(corev1.SchemeGroupVersion.WithResource("pods")).Namespace("ns").Delete(ctx, "p1",
+		metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleted := false
+	for i := 0; i < 100 && !deleted; i++ { // bounded: a cycle a second
+		if _, ok := w.Storage.Pod("ns", "p1"); ok {
+			time.Sleep(50 * time.Millisecond)
+		} else {
+			deleted = true
+		}
+	}
+	if !deleted {
+		t.Fatalf("deleted pod ns/p1 still served after %d scrapes", scrapes.Load())
+	}
+	if _, ok := w.Storage.Node("node-1"); !ok {
+		t.Fatal("node-1 not served after its pod was deleted")
 	}
 	nodesURL := "https://" + ln.Addr().String() + "/apis/metrics.k8s.io/v1beta1/nodes"
 	resp, err := client.Get(nodesURL)
