@@ -76,7 +76,7 @@ func Wire(o *Options, client kubernetes.Interface, metaClient metadata.Interface
 	if err := nodeInformer.SetTransform(trimNode); err != nil {
 		return nil, fmt.Errorf("node informer: %w", err)
 	}
-	if err := podInformer.SetTransform(trimPod); err != nil {
+	if err := podInformer.SetTransform((&podTrimmer{}).trim); err != nil {
 		return nil, fmt.Errorf("pod informer: %w", err)
 	}
 

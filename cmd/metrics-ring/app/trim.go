@@ -1,6 +1,10 @@
 package app
 
 import (
+	"maps"
+	"slices"
+	"sync"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -31,17 +35,53 @@ func trimNode(obj any) (any, error) {
 	}, nil
 }
 
-// trimPod is the pod metadata informer's transform.
-func trimPod(obj any) (any, error) {
+// podTrimmer is the pod metadata informer's transform. Beyond trimming, it interns label maps: the replicas of a
+// workload carry equal labels, and each pod's own copy of a small map costs about 300 bytes (10 MB of the heap at
+// 30,000 pods). Maps in the informer's cache are read-only, so pods can share one.
+type podTrimmer struct {
+	mu   sync.Mutex
+	sets map[string]map[string]string // by labels in canonical form
+	key  []byte
+}
+
+// maxLabelSets bounds the interned sets: when there are this many (workloads came and went, or every pod has
+// labels of its own, as a StatefulSet's do), they are forgotten and sharing starts afresh. Pods keep the maps they
+// were given either way.
+const maxLabelSets = 16384
+
+func (t *podTrimmer) trim(obj any) (any, error) {
 	p, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok {
+	if !ok { // a cache.DeletedFinalStateUnknown tombstone: its object was trimmed when it was cached
 		return obj, nil
 	}
 	return &metav1.PartialObjectMetadata{TypeMeta: p.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: p.Name,
-		Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion, Labels: p.Labels}}, nil
+		Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion, Labels: t.intern(p.Labels)}}, nil
+}
+
+// intern returns the shared map equal to labels, making labels that map when there is none.
+func (t *podTrimmer) intern(labels map[string]string) map[string]string {
+	if len(labels) == 0 {
+		return labels
+	}
+	names := slices.Sorted(maps.Keys(labels))
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := t.key[:0]
+	for _, name := range names { // label names and values cannot hold a NUL
+		k = append(append(append(append(k, name...), 0), labels[name]...), 0)
+	}
+	t.key = k
+	if shared, ok := t.sets[string(k)]; ok {
+		return shared
+	}
+	if t.sets == nil || len(t.sets) >= maxLabelSets {
+		t.sets = make(map[string]map[string]string)
+	}
+	t.sets[string(k)] = labels
+	return labels
 }
 
 var (
 	_ cache.TransformFunc = trimNode
-	_ cache.TransformFunc = trimPod
+	_ cache.TransformFunc = (*podTrimmer)(nil).trim
 )

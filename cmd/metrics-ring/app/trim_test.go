@@ -1,6 +1,8 @@
 package app
 
 import (
+	"fmt"
+	"maps"
 	"reflect"
 	"testing"
 
@@ -46,6 +48,7 @@ func TestTrimKeepsWhatIsReadAndDropsTheRest(t *testing.T) {
 			OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-1"}}, ManagedFields: managed}}
 	wantPod := &metav1.PartialObjectMetadata{TypeMeta: pod.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u2", ResourceVersion: "9", Labels: map[string]string{"app": "web"}}}
+	trimPod := (&podTrimmer{}).trim
 	if got, err := trimPod(pod); err != nil || !reflect.DeepEqual(got, wantPod) {
 		t.Errorf("trimPod: %v\n got %+v\nwant %+v", err, got, wantPod)
 	}
@@ -56,4 +59,42 @@ func TestTrimKeepsWhatIsReadAndDropsTheRest(t *testing.T) {
 			t.Errorf("a tombstone is passed through unchanged: %v %+v", err, got)
 		}
 	}
+}
+
+// TestPodsShareEqualLabels checks that pods with equal labels share one map (a workload's replicas), that pods
+// with other labels do not get them, and that forgetting the sets at the bound loses no pod's labels.
+func TestPodsShareEqualLabels(t *testing.T) {
+	trimmer := &podTrimmer{}
+	pod := func(name string, labels map[string]string) map[string]string {
+		t.Helper()
+		got, err := trimmer.trim(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,
+			Labels: labels}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lbls := got.(*metav1.PartialObjectMetadata).Labels
+		if !maps.Equal(lbls, labels) {
+			t.Fatalf("pod %s: labels %v, want %v", name, lbls, labels)
+		}
+		return lbls
+	}
+	web1 := pod("web-1", map[string]string{"app": "web", "pod-template-hash": "5d4f"})
+	web2 := pod("web-2", map[string]string{"pod-template-hash": "5d4f", "app": "web"})
+	if reflect.ValueOf(web1).UnsafePointer() != reflect.ValueOf(web2).UnsafePointer() {
+		t.Error("two replicas with equal labels hold two maps")
+	}
+	other := pod("api-1", map[string]string{"app": "api", "pod-template-hash": "5d4f"})
+	if reflect.ValueOf(other).UnsafePointer() == reflect.ValueOf(web1).UnsafePointer() {
+		t.Error("a pod with other labels was given the replicas' map")
+	}
+	if none := pod("bare", nil); none != nil {
+		t.Errorf("a pod without labels got %v", none)
+	}
+	for i := range maxLabelSets + 10 { // a StatefulSet's pods: labels of their own
+		pod(fmt.Sprintf("db-%d", i), map[string]string{"app": "db", "statefulset.kubernetes.io/pod-name": fmt.Sprintf("db-%d", i)})
+	}
+	if len(trimmer.sets) > maxLabelSets {
+		t.Errorf("%d label sets kept, more than the bound %d", len(trimmer.sets), maxLabelSets)
+	}
+	pod("web-3", map[string]string{"app": "web", "pod-template-hash": "5d4f"})
 }
