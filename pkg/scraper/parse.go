@@ -47,6 +47,7 @@ type container struct {
 	cpuTS                int64
 	has                  uint8
 	epoch                uint64 // the parse that last saw it
+	order                int32  // its index in the previous response's order (parser.prev), or -1
 }
 
 // parser turns one node's /metrics/resource responses into storage batches. It is not safe for concurrent use; the
@@ -54,8 +55,12 @@ type container struct {
 type parser struct {
 	containers map[string]*container // by namespace \x00 pod \x00 container
 	seen       []*container          // this response's containers, in order of appearance
+	prev       []*container          // the previous response's, which predicts each metric's order (lookup)
 	key        []byte
 	epoch      uint64
+	// cursor is the index in prev of the container the next series of metric most likely belongs to.
+	cursor int
+	metric metric
 
 	nodeCPU, nodeMemory float64
 	nodeTS              int64
@@ -166,7 +171,8 @@ func (p *parser) sample(series []byte, ts int64, v float64, stats *parseStats) b
 		return true
 	}
 	var bit uint8
-	switch metricOf(s.name) {
+	m := metricOf(s.name)
+	switch m {
 	case metricNodeCPU:
 		if p.nodeHas&hasCPU != 0 {
 			stats.Duplicates++
@@ -199,6 +205,9 @@ func (p *parser) sample(series []byte, ts int64, v float64, stats *parseStats) b
 		stats.MissingLabels++
 		return true
 	}
+	if m != p.metric {
+		p.metric, p.cursor = m, 0
+	}
 	c := p.lookup(s.namespace, s.pod, s.container)
 	if c.has&bit != 0 {
 		stats.Duplicates++
@@ -216,17 +225,35 @@ func (p *parser) sample(series []byte, ts int64, v float64, stats *parseStats) b
 	return true
 }
 
-// lookup returns the container, interning it on first sight; the map lookup by string(p.key) does not allocate.
+// lookup returns the container, interning it on first sight. The kubelet writes every metric's series in the same
+// order (sorted by labels), which changes only when containers come or go, so the container of a metric's i-th
+// series is most likely the previous response's i-th: comparing its three names is cheaper than hashing the key
+// (a third of the parser's time went to the map). Otherwise the map lookup by string(p.key) does not allocate
+// either, and resets the cursor after the container it found.
 func (p *parser) lookup(namespace, pod, name []byte) *container {
-	p.key = append(append(append(append(append(p.key[:0], namespace...), 0), pod...), 0), name...)
-	c := p.containers[string(p.key)]
-	if c == nil {
-		// One string holds the key and, as slices of it, the three names storage keeps: one allocation, not four.
-		key := string(p.key)
-		podAt, nameAt := len(namespace)+1, len(namespace)+1+len(pod)+1
-		c = &container{namespace: key[:len(namespace)], pod: key[podAt : podAt+len(pod)], name: key[nameAt:]}
-		p.containers[key] = c
+	var c *container
+	if p.cursor < len(p.prev) {
+		if guess := p.prev[p.cursor]; guess.name == string(name) && guess.pod == string(pod) &&
+			guess.namespace == string(namespace) {
+			c = guess
+		}
 	}
+	if c == nil {
+		p.key = append(append(append(append(append(p.key[:0], namespace...), 0), pod...), 0), name...)
+		if c = p.containers[string(p.key)]; c == nil {
+			// One string holds the key and, as slices of it, the three names storage keeps: one allocation, not
+			// four.
+			key := string(p.key)
+			podAt, nameAt := len(namespace)+1, len(namespace)+1+len(pod)+1
+			c = &container{namespace: key[:len(namespace)], pod: key[podAt : podAt+len(pod)], name: key[nameAt:],
+				order: -1}
+			p.containers[key] = c
+		}
+		if c.order >= 0 {
+			p.cursor = int(c.order)
+		}
+	}
+	p.cursor++
 	if c.epoch != p.epoch {
 		c.epoch, c.has = p.epoch, 0
 		p.seen = append(p.seen, c)
@@ -269,6 +296,12 @@ func (p *parser) finish(node string, b *storage.Batch, stats *parseStats) {
 			}
 		}
 	}
+	// This response's order predicts the next one's.
+	p.prev, p.seen = p.seen, p.prev[:0]
+	for i, c := range p.prev {
+		c.order = int32(i)
+	}
+	p.metric, p.cursor = metricOther, 0
 }
 
 // secondsToTime converts a start time in (fractional) Unix seconds, exact to the nanosecond for whole seconds.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -286,5 +287,46 @@ func TestParseReusesAndForgets(t *testing.T) {
 	p.parse(trunc, time.Now(), "n", &b)
 	if string(trunc) != node1+"x" {
 		t.Errorf("parse changed its input to %q", trunc)
+	}
+}
+
+// TestParseFollowsChangingOrder checks that a parser that predicts each metric's order from the previous response
+// reads responses whose order changed (containers came, went, or were listed otherwise) as a fresh parser does.
+func TestParseFollowsChangingOrder(t *testing.T) {
+	body := func(cpuOrder, memOrder []string) []byte {
+		var sb strings.Builder
+		sb.WriteString(node1)
+		for _, name := range cpuOrder {
+			fmt.Fprintf(&sb, "container_cpu_usage_seconds_total{container=\"c\",namespace=\"ns\",pod=%q} %d 1000\n", name, len(name))
+		}
+		for _, name := range memOrder {
+			fmt.Fprintf(&sb, "container_memory_working_set_bytes{container=\"c\",namespace=\"ns\",pod=%q} %d 1000\n", name, 10*len(name))
+		}
+		return []byte(sb.String())
+	}
+	read := func(p *parser, in []byte) []string {
+		var b storage.Batch
+		stats := p.parse(in, time.Now(), "n", &b)
+		out := []string{fmt.Sprintf("duplicates=%d incomplete=%d", stats.Duplicates, stats.Incomplete)}
+		for _, c := range b.Containers {
+			out = append(out, fmt.Sprintf("%s cpu=%g mem=%g", c.Pod, c.CPU, c.Memory))
+		}
+		slices.Sort(out)
+		return out
+	}
+	p := newParser()
+	for _, step := range []struct{ cpu, mem []string }{
+		{[]string{"a", "bb", "ccc", "dddd"}, []string{"a", "bb", "ccc", "dddd"}},
+		{[]string{"a", "bb", "ccc", "dddd"}, []string{"a", "bb", "ccc", "dddd"}},               // as predicted
+		{[]string{"a", "x", "bb", "ccc", "dddd"}, []string{"a", "x", "bb", "ccc", "dddd"}},     // one came
+		{[]string{"a", "ccc", "dddd"}, []string{"a", "ccc", "dddd"}},                           // two went
+		{[]string{"dddd", "ccc", "a", "yyyyy"}, []string{"yyyyy", "a", "dddd", "ccc"}},         // reordered
+		{[]string{"dddd", "ccc", "a", "yyyyy"}, []string{"dddd", "ccc", "a", "yyyyy", "dddd"}}, // a duplicate
+	} {
+		in := body(step.cpu, step.mem)
+		got, want := read(p, in), read(newParser(), in)
+		if !slices.Equal(got, want) {
+			t.Errorf("cpu order %v, memory order %v:\n got %v\nwant %v", step.cpu, step.mem, got, want)
+		}
 	}
 }
