@@ -136,6 +136,7 @@ func Wire(o *Options, client kubernetes.Interface, metaClient metadata.Interface
 // Run starts the informers, the scraper once they have synced, and serves until ctx is done.
 func (w *Wired) Run(ctx context.Context) error {
 	w.start(ctx.Done())
+	go returnStartupMemory(ctx, w.Storage.Latest().Changed())
 	go func() {
 		if !cache.WaitForCacheSync(ctx.Done(), w.synced...) {
 			return
