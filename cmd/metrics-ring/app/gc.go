@@ -13,7 +13,7 @@ import (
 // collections (rings, informer caches, the readers' snapshots) and a collection allocates little, so Go's default of
 // 100, which lets the heap grow to twice the live data between collections, mostly buys resident memory that holds
 // garbage; and because the garbage collector's CPU follows the allocation rate, not the live heap, a low percent
-// costs little. BENCHMARKS.md has RSS and CPU measured at 100, 50 and 25. GOGC in the environment still wins.
+// costs little. BENCHMARKS.md has RSS and CPU measured at 50 and 25. GOGC in the environment still wins.
 const defaultGCPercent = 25
 
 // setGCPercent applies defaultGCPercent unless GOGC is set, and returns the percent in effect.
