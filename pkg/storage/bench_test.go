@@ -84,17 +84,26 @@ func TestConcurrentStoreAndRead(t *testing.T) {
 	}
 }
 
-// everything is a Liveness that finds every object, at the cost of a lister's lookup (a key built, a map read).
-type everything struct{ keys map[string]bool }
-
-func (e everything) NodeExists(name string) bool    { return !e.keys[name] }
-func (e everything) PodExists(ns, name string) bool { return !e.keys[ns+"/"+name] }
+// everyObject is a Liveness that finds every node and pod of batches, each lookup building a key and reading a map
+// as a lister does.
+func everyObject(batches []Batch) liveness {
+	l := liveness{nodes: map[string]bool{}, pods: map[string]bool{}}
+	for _, b := range batches {
+		for _, n := range b.Nodes {
+			l.nodes[n.Node] = true
+		}
+		for _, c := range b.Containers {
+			l.pods[c.Namespace+"/"+c.Pod] = true
+		}
+	}
+	return l
+}
 
 // BenchmarkStoreCycle stores one collection cycle of 1,000 nodes x 30 pods x 2 containers and publishes it.
 func BenchmarkStoreCycle(b *testing.B) {
 	batches := cluster(1000, 30, 2)
 	c := &clock{now: t0}
-	s := New(Options{Now: c.Now, Liveness: everything{keys: map[string]bool{"x/y": true}}})
+	s := New(Options{Now: c.Now, Liveness: everyObject(batches)})
 	for i := 0; i < 3; i++ { // warm up: every series exists and its ring is allocated
 		c.now = c.now.Add(15 * time.Second)
 		advance(batches, c.now)
