@@ -210,10 +210,15 @@ func (s *Storage) PodDeleted(namespace, name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p, ok := s.pods[key]; ok {
-		seriesPruned.WithLabelValues("deleted").Add(float64(len(p.containers)))
-		s.slots.remove(p)
-		delete(s.pods, key)
+		s.dropPod(key, p, "deleted")
 	}
+}
+
+// dropPod forgets a pod's series, counting them as pruned for reason. Called with s.mu held.
+func (s *Storage) dropPod(key podKey, p *pod, reason string) {
+	seriesPruned.WithLabelValues(reason).Add(float64(len(p.containers)))
+	s.slots.remove(p)
+	delete(s.pods, key)
 }
 
 // EndCycle finishes a collection cycle: it records its outcome, prunes deleted and stale series and publishes the

@@ -55,9 +55,7 @@ func (s *Storage) prune(now int64) {
 			p.containers = slices.DeleteFunc(p.containers, func(c container) bool { return c.batch != p.batch })
 			continue
 		}
-		seriesPruned.WithLabelValues("stale").Add(float64(len(p.containers)))
-		s.slots.remove(p)
-		delete(s.pods, key)
+		s.dropPod(key, p, "stale")
 	}
 	for key, m := range s.lastBatch {
 		if now-m.seen > stale || (key != "" && live != nil && !live.NodeExists(key)) {
