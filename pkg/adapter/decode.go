@@ -43,7 +43,7 @@ func (c *capped) Read(p []byte) (int, error) {
 	if c.err != nil {
 		return 0, c.err
 	}
-	if int64(len(p)) > c.left+1 {
+	if int64(len(p)) > c.left {
 		p = p[:c.left+1] // one byte past the cap tells a response of exactly max bytes from a larger one
 	}
 	n, err := c.r.Read(p)

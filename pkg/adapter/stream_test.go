@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -101,13 +102,13 @@ func TestResponseCap(t *testing.T) {
 	body := vectorBody(100)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body) }))
 	t.Cleanup(srv.Close)
-	for _, limit := range []int64{int64(len(body)), int64(len(body)) - 1, 512} {
+	for _, limit := range []int64{int64(len(body)), math.MaxInt64, int64(len(body)) - 1, 512} {
 		c, err := newClient(ClientOptions{URL: srv.URL, Timeout: 5 * time.Second, MaxResponseBytes: limit})
 		if err != nil {
 			t.Fatal(err)
 		}
 		vec, _, err := c.query(context.Background(), "q", time.Now())
-		if limit == int64(len(body)) {
+		if limit >= int64(len(body)) {
 			if err != nil || len(vec) != 100 {
 				t.Errorf("cap %d = the response: %d samples, %v", limit, len(vec), err)
 			}
