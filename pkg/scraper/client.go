@@ -83,8 +83,9 @@ func (c *kubeletClient) fetch(ctx context.Context, node, url string, buf []byte,
 		return buf, fmt.Errorf("node %q: GET %s: %w", node, url, err)
 	}
 	if n := resp.ContentLength + 2; body == resp.Body && n > 2 && n > int64(cap(buf)) {
-		// Sized once rather than doubled towards it: a large response costs one allocation and no copies.
-		buf = make([]byte, 0, n)
+		// Sized once rather than doubled towards it: a large response costs one allocation and no copies. At
+		// least doubled all the same, so that nodes a little larger each time do not each cost one.
+		buf = make([]byte, 0, max(n, min(2*int64(cap(buf)), c.maxBytes+2)))
 	}
 	// The cap applies to the decoded bytes too, so a small gzip body cannot expand past it.
 	buf, err = readCapped(body, buf[:0], c.maxBytes)
