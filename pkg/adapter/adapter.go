@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
+	"github.com/metrics-ring/metrics-ring/pkg/logonly"
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
@@ -96,14 +97,7 @@ func (a *Adapter) Poll(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			t := time.Now()
-			vec, warnings, err := a.client.query(ctx, q.promql, ts)
-			queryDuration.WithLabelValues(q.name).Observe(time.Since(t).Seconds())
-			if err == nil && len(vec) == 0 {
-				err = errors.New("query returned no data: check that Prometheus scrapes the kubelets and that the " +
-					"config's labels match the series")
-			}
-			results[i] = result{vec, warnings, err}
+			results[i] = a.run(ctx, q, ts)
 		}()
 	}
 	wg.Wait()
@@ -134,10 +128,30 @@ func (a *Adapter) Poll(ctx context.Context) {
 	klog.V(2).InfoS("Polled Prometheus", "nodes", len(nodes), "containers", len(containers), "duration", a.now().Sub(start), "err", err)
 }
 
+// run runs one query. A panic loses that query only (DESIGN.md section 3): an error, counted and logged with its
+// stack by account.
+func (a *Adapter) run(ctx context.Context, q *query, ts time.Time) (r result) {
+	defer func() {
+		if p := recover(); p != nil {
+			r = result{err: logonly.Recovered(p, "running the query")}
+		}
+	}()
+	t := time.Now()
+	vec, warnings, err := a.client.query(ctx, q.promql, ts)
+	queryDuration.WithLabelValues(q.name).Observe(time.Since(t).Seconds())
+	if err == nil && len(vec) == 0 {
+		err = errors.New("query returned no data: check that Prometheus scrapes the kubelets and that the " +
+			"config's labels match the series")
+	}
+	return result{vec, warnings, err}
+}
+
 // account counts a query's outcome and logs a change of state: the first failure of a streak and its recovery.
 func (a *Adapter) account(q *query, r *result) {
 	outcome := "success"
 	switch {
+	case errors.Is(r.err, logonly.ErrPanic):
+		outcome = "panic"
 	case errors.Is(r.err, errTimeout):
 		outcome = "timeout"
 	case r.err != nil:
@@ -149,6 +163,8 @@ func (a *Adapter) account(q *query, r *result) {
 	}
 	state := ""
 	switch {
+	case errors.Is(r.err, logonly.ErrPanic):
+		state = "panic" // logged with its stack even when the query was failing already
 	case r.err != nil:
 		state = "error"
 	case len(r.warnings) > 0:
@@ -163,7 +179,8 @@ func (a *Adapter) account(q *query, r *result) {
 	case prev != state:
 		a.failing[q.name] = state
 		if r.err != nil {
-			klog.ErrorS(r.err, "Prometheus query failed; will log again when it recovers", "query", q.name, "promql", q.promql)
+			klog.ErrorS(r.err, "Prometheus query failed; will log again when it recovers",
+				append([]any{"query", q.name, "promql", q.promql}, logonly.KV(r.err)...)...)
 		} else {
 			klog.InfoS("Prometheus query returned warnings (partial data?)", "query", q.name, "warnings", r.warnings)
 		}

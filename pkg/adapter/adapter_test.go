@@ -28,7 +28,8 @@ type series struct {
 type fakeProm struct {
 	mu       sync.Mutex
 	results  map[string][]series // metric name -> result
-	status   int                 // non-200: answer an API error with this status
+	status   int                 // non-200: answer an API error (or raw) with this status
+	raw      string              // with status: the body instead of the API error
 	warnings []string
 	hang     chan struct{} // non-nil: block until closed or the request is cancelled
 	requests []*http.Request
@@ -40,7 +41,7 @@ func (f *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.requests = append(f.requests, r)
 	f.forms = append(f.forms, r.Form)
-	status, warnings, hang := f.status, f.warnings, f.hang
+	status, raw, warnings, hang := f.status, f.raw, f.warnings, f.hang
 	var result []series
 	for name, s := range f.results {
 		if strings.Contains(r.Form.Get("query"), name+"{") {
@@ -57,7 +58,10 @@ func (f *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if status != 0 {
 		w.WriteHeader(status)
-		fmt.Fprint(w, `{"status":"error","errorType":"execution","error":"query processing would load too many samples"}`)
+		if raw == "" {
+			raw = `{"status":"error","errorType":"execution","error":"query processing would load too many samples"}`
+		}
+		fmt.Fprint(w, raw)
 		return
 	}
 	ts := r.Form.Get("time")
@@ -169,7 +173,9 @@ func TestFailuresAreNeverSilent(t *testing.T) {
 		wantErr     string
 		wantOutcome string // of the node cpu query in metrics_ring_prometheus_queries_total
 	}{
-		{"Prometheus answers an error", func(f *fakeProm) { f.status = 422 }, "too many samples", "error"},
+		{"Prometheus answers an error", func(f *fakeProm) { f.status = 422 }, "Prometheus answered HTTP 422: execution", "error"},
+		{"a proxy answers", func(f *fakeProm) { f.status, f.raw = 502, "<html>502 Bad Gateway</html>" },
+			"HTTP 502: not a valid Prometheus API response", "error"},
 		{"Prometheus is down", nil, "connection refused", "error"},
 		{"a query returns nothing", func(f *fakeProm) { delete(f.results, "node_cpu_usage_seconds_total") }, "node cpu query: query returned no data", "error"},
 		{"Prometheus hangs", func(f *fakeProm) { f.hang = make(chan struct{}) }, "timed out", "timeout"},
@@ -206,6 +212,10 @@ func TestFailuresAreNeverSilent(t *testing.T) {
 			err := h.store.Unavailable()
 			if err == nil || !strings.Contains(err.Error(), "prometheus") || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("after stale-after: unavailable = %v, want a reason naming prometheus and %q", err, tc.wantErr)
+			}
+			// The 503 text every namespace reader sees has no bytes of Prometheus' answer: they are in the log.
+			if strings.Contains(err.Error(), "too many samples") || strings.Contains(err.Error(), "Bad Gateway") {
+				t.Errorf("503 text %q carries Prometheus' answer", err)
 			}
 			if h.prom.hang != nil {
 				close(h.prom.hang)

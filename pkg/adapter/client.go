@@ -2,10 +2,8 @@ package adapter
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -14,10 +12,9 @@ import (
 
 	pconfig "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
-)
 
-// maxResponseBytes caps a query response: a cluster-wide vector of 600,000 containers is about 150 MB of JSON.
-const maxResponseBytes = 512 << 20
+	"github.com/metrics-ring/metrics-ring/pkg/logonly"
+)
 
 // ClientOptions say how to reach the Prometheus HTTP API.
 type ClientOptions struct {
@@ -34,6 +31,8 @@ type ClientOptions struct {
 	Method string
 	// Timeout bounds each query, and is sent as Prometheus' own timeout parameter so it stops evaluating too.
 	Timeout time.Duration
+	// MaxResponseBytes caps each query's response (default DefaultMaxResponseBytes); a larger one is an error.
+	MaxResponseBytes int64
 }
 
 // client runs instant queries against the Prometheus HTTP API.
@@ -42,6 +41,7 @@ type client struct {
 	http     *http.Client
 	method   string
 	timeout  time.Duration
+	maxBytes int64
 }
 
 func newClient(o ClientOptions) (*client, error) {
@@ -58,6 +58,12 @@ func newClient(o ClientOptions) (*client, error) {
 	}
 	if o.Timeout <= 0 {
 		return nil, fmt.Errorf("Prometheus query timeout %s: must be positive", o.Timeout)
+	}
+	if o.MaxResponseBytes < 0 {
+		return nil, fmt.Errorf("--prometheus-max-response-bytes=%d: must not be negative", o.MaxResponseBytes)
+	}
+	if o.MaxResponseBytes == 0 {
+		o.MaxResponseBytes = DefaultMaxResponseBytes
 	}
 	cfg := pconfig.HTTPClientConfig{
 		TLSConfig: pconfig.TLSConfig{CAFile: o.CAFile, CertFile: o.CertFile, KeyFile: o.KeyFile,
@@ -82,21 +88,7 @@ func newClient(o ClientOptions) (*client, error) {
 		return nil, fmt.Errorf("Prometheus client: %w", err)
 	}
 	return &client{endpoint: strings.TrimSuffix(u.String(), "/") + "/api/v1/query", http: hc, method: method,
-		timeout: o.Timeout}, nil
-}
-
-// apiResponse is the Prometheus HTTP API envelope.
-type apiResponse struct {
-	Status    string          `json:"status"`
-	Data      json.RawMessage `json:"data"`
-	ErrorType string          `json:"errorType"`
-	Error     string          `json:"error"`
-	Warnings  []string        `json:"warnings"`
-}
-
-type vectorData struct {
-	ResultType string          `json:"resultType"`
-	Result     json.RawMessage `json:"result"`
+		timeout: o.Timeout, maxBytes: o.MaxResponseBytes}, nil
 }
 
 // errTimeout marks a query that ran out of time, so it is counted apart from other failures.
@@ -134,52 +126,18 @@ func (c *client) query(ctx context.Context, promql string, ts time.Time) (model.
 		return nil, nil, fmt.Errorf("%s %s: %w", c.method, c.endpoint, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, nil, fmt.Errorf("reading response of %s: %w after %s: %w", c.endpoint, errTimeout, c.timeout, err)
-		}
-		return nil, nil, fmt.Errorf("reading response of %s: %w", c.endpoint, err)
+	body := newCapped(resp.Body, c.maxBytes)
+	vec, warnings, err := decode(body, resp.StatusCode)
+	switch {
+	case body.err == nil && errors.Is(err, errMalformed):
+		// What the response was instead starts the log line.
+		return nil, warnings, logonly.Wrap(fmt.Errorf("%s %s: %w", c.method, c.endpoint, err),
+			append(logonly.KV(err), "responseStart", string(body.head))...)
+	case errors.Is(body.err, context.DeadlineExceeded):
+		return nil, nil, fmt.Errorf("reading response of %s: %w after %s: %w", c.endpoint, errTimeout, c.timeout, body.err)
+	case body.err != nil:
+		// Reading failed: the cap, or the connection. Whatever decoding made of the bytes before is moot.
+		return nil, nil, fmt.Errorf("reading response of %s: %w", c.endpoint, body.err)
 	}
-	if len(body) > maxResponseBytes {
-		return nil, nil, fmt.Errorf("response of %s is larger than %d bytes", c.endpoint, maxResponseBytes)
-	}
-	return decode(c.endpoint, resp.StatusCode, body)
-}
-
-// decode reads a Prometheus HTTP API response body: the vector of a successful instant query, or an error saying
-// what the server answered.
-func decode(endpoint string, status int, body []byte) (model.Vector, []string, error) {
-	var env apiResponse
-	if err := json.Unmarshal(body, &env); err != nil {
-		return nil, nil, fmt.Errorf("%s answered HTTP %d with no Prometheus API response: %q: %w", endpoint,
-			status, snippet(body), err)
-	}
-	if env.Status != "success" {
-		err := fmt.Errorf("Prometheus answered HTTP %d: %s: %s", status, env.ErrorType, env.Error)
-		if env.ErrorType == "timeout" {
-			err = fmt.Errorf("%w: %w", errTimeout, err)
-		}
-		return nil, env.Warnings, err
-	}
-	var data vectorData
-	if err := json.Unmarshal(env.Data, &data); err != nil {
-		return nil, env.Warnings, fmt.Errorf("decoding query data: %w", err)
-	}
-	if data.ResultType != model.ValVector.String() {
-		return nil, env.Warnings, fmt.Errorf("query returned a %s, want a vector", data.ResultType)
-	}
-	var vec model.Vector
-	if err := json.Unmarshal(data.Result, &vec); err != nil {
-		return nil, env.Warnings, fmt.Errorf("decoding query result: %w", err)
-	}
-	return vec, env.Warnings, nil
-}
-
-func snippet(b []byte) string {
-	const n = 200
-	if len(b) > n {
-		return string(b[:n]) + "..."
-	}
-	return string(b)
+	return vec, warnings, err
 }

@@ -1,6 +1,7 @@
 package adapter
 
 import (
+	"bytes"
 	"testing"
 )
 
@@ -21,7 +22,7 @@ func FuzzResponse(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		vec, _, err := decode("http://prometheus", 200, body)
+		vec, _, err := decode(bytes.NewReader(body), 200)
 		if err != nil {
 			return
 		}

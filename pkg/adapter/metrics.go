@@ -10,7 +10,7 @@ import (
 var (
 	queriesTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "metrics_ring", Subsystem: "prometheus", Name: "queries_total",
-		Help:           "Prometheus queries by query and outcome (success, error, timeout).",
+		Help:           "Prometheus queries by query and outcome (success, error, timeout, panic).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"query", "outcome"})
 	queryWarnings = metrics.NewCounterVec(&metrics.CounterOpts{

@@ -1,10 +1,12 @@
 package scraper
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -42,8 +44,55 @@ func nodeURL(node *corev1.Node, o *Options) (string, error) {
 	}
 	path := defaultMetricsPath
 	if p := node.Annotations[AnnotationResourceMetricsPath]; p != "" {
+		if err := checkMetricsPath(p); err != nil {
+			return "", fmt.Errorf("node %q: annotation %s=%q refused: %w", node.Name, AnnotationResourceMetricsPath,
+				truncate(p, maxPathBytes), err)
+		}
 		path = p
 	}
 	u := url.URL{Scheme: o.Scheme, Host: net.JoinHostPort(addr, strconv.Itoa(port)), Path: path}
 	return u.String(), nil
+}
+
+// maxPathBytes bounds the path annotation, and how much of a refused one an error quotes.
+const maxPathBytes = 256
+
+// checkMetricsPath accepts an absolute path of plain URL path characters with no "." or ".." segment. The node's
+// address is the only host our credentials go to: a path cannot name another (//host), add a query or a fragment,
+// or climb out of the kubelet's metrics endpoints through a proxy that cleans paths after checking them.
+func checkMetricsPath(p string) error {
+	switch {
+	case len(p) > maxPathBytes:
+		return fmt.Errorf("longer than %d bytes", maxPathBytes)
+	case !strings.HasPrefix(p, "/"):
+		return errors.New("not an absolute path (a scheme and host, or a relative path, are not accepted)")
+	case strings.HasPrefix(p, "//"):
+		return errors.New("names a host")
+	case strings.ContainsAny(p, "?#"):
+		return errors.New("has a query or fragment")
+	}
+	for _, c := range p {
+		if !pathChar(c) {
+			return fmt.Errorf("character %q is not allowed", c)
+		}
+	}
+	for seg := range strings.SplitSeq(p, "/") {
+		if seg == "." || seg == ".." {
+			return fmt.Errorf("has a %q segment", seg)
+		}
+	}
+	return nil
+}
+
+// pathChar is RFC 3986's pchar and "/", without percent-encoding: letters, digits and -._~!$&'()*+,;=:@/.
+func pathChar(c rune) bool {
+	return c < 0x80 && (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+		strings.ContainsRune("-._~!$&'()*+,;=:@/", c))
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
 }

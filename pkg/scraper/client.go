@@ -10,9 +10,12 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"k8s.io/client-go/rest"
+
+	"github.com/metrics-ring/metrics-ring/pkg/logonly"
 )
 
-// snippetBytes is how much of an error response's body goes into the error.
+// snippetBytes is how much of an error response's body goes into the log line (never into the error: it becomes
+// the 503 text every namespace reader sees).
 const snippetBytes = 256
 
 // kubeletClient fetches /metrics/resource bodies. One client (one keep-alive transport, HTTP/2 when the kubelet
@@ -35,8 +38,13 @@ func newKubeletClient(o *Options) (*kubeletClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the kubelet client transport: %w", err)
 	}
-	// No http.Client.Timeout: every request carries a context deadline (--kubelet-request-timeout).
-	return &kubeletClient{http: &http.Client{Transport: rt}, maxBytes: o.MaxResponseBytes, gzip: o.Compression}, nil
+	// No http.Client.Timeout: every request carries a context deadline (--kubelet-request-timeout). Redirects are
+	// never followed: the transport adds the bearer token to every request it sends, so following one would hand
+	// our credentials to whatever host a kubelet (or whoever answers at its address) names.
+	hc := &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}
+	return &kubeletClient{http: hc, maxBytes: o.MaxResponseBytes, gzip: o.Compression}, nil
 }
 
 // fetch GETs url and reads the body into buf (reused; grown when needed) and returns it. The returned slice always
@@ -62,9 +70,7 @@ func (c *kubeletClient) fetch(ctx context.Context, node, url string, buf []byte,
 	// than drain an oversized or unwanted response.
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, snippetBytes))
-		return buf, fmt.Errorf("node %q: GET %s: status %d %s: %q", node, url, resp.StatusCode,
-			http.StatusText(resp.StatusCode), strings.TrimSpace(string(snippet)))
+		return buf, statusError(node, url, resp)
 	}
 	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/vnd.google.protobuf") {
 		return buf, fmt.Errorf("node %q: GET %s: unsupported Content-Type %q, want the text format", node, url, ct)
@@ -76,12 +82,29 @@ func (c *kubeletClient) fetch(ctx context.Context, node, url string, buf []byte,
 	if err != nil {
 		return buf, fmt.Errorf("node %q: GET %s: %w", node, url, err)
 	}
+	if n := resp.ContentLength + 2; body == resp.Body && n > 2 && n > int64(cap(buf)) {
+		// Sized once rather than doubled towards it: a large response costs one allocation and no copies. At
+		// least doubled all the same, so that nodes a little larger each time do not each cost one.
+		buf = make([]byte, 0, max(n, min(2*int64(cap(buf)), c.maxBytes+2)))
+	}
 	// The cap applies to the decoded bytes too, so a small gzip body cannot expand past it.
 	buf, err = readCapped(body, buf[:0], c.maxBytes)
 	if err != nil {
 		return buf, fmt.Errorf("node %q: GET %s: reading body: %w", node, url, err)
 	}
 	return buf, nil
+}
+
+// statusError is the error of a response other than 200: the status, with the body's start or a redirect's
+// target for the log only.
+func statusError(node, url string, resp *http.Response) error {
+	err := fmt.Errorf("node %q: GET %s: status %d %s", node, url, resp.StatusCode, http.StatusText(resp.StatusCode))
+	if loc := resp.Header.Get("Location"); resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return logonly.Wrap(fmt.Errorf("%w: redirects are not followed (credentials go only to the node's address)",
+			err), "location", loc)
+	}
+	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, snippetBytes))
+	return logonly.Wrap(err, "body", strings.TrimSpace(string(snippet)))
 }
 
 // decode returns resp's body as plain text, through the worker's gzip reader when the kubelet compressed it.

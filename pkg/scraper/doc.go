@@ -6,5 +6,6 @@
 //
 // One concern per file: options.go (defaults and validation), address.go (which address of a node to dial),
 // client.go (TLS, auth, the HTTP request and its limits), parse.go and series.go (text format to samples),
-// scraper.go (the collection loop, per-node failure streaks) and metrics.go (self-metrics).
+// scraper.go (the collection loop, per-node failure streaks), worker.go (one node's scrape: a panic contained to
+// it, buffers a large response grew given back) and metrics.go (self-metrics).
 package scraper

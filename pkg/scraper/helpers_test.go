@@ -110,7 +110,7 @@ func kubelet(t *testing.T, h http.HandlerFunc) *httptest.Server {
 }
 
 // nodeFor is a node whose InternalIP and status port point at srv.
-func nodeFor(t *testing.T, name string, srv *httptest.Server) *corev1.Node {
+func nodeFor(t testing.TB, name string, srv *httptest.Server) *corev1.Node {
 	t.Helper()
 	u, err := url.Parse(srv.URL)
 	if err != nil {

@@ -16,12 +16,7 @@ import (
 
 // TestLogsOncePerStreak checks that a failing node is logged once per failure streak, plus one line on recovery.
 func TestLogsOncePerStreak(t *testing.T) {
-	var logs syncBuffer
-	klog.LogToStderr(false)
-	klog.SetOutput(io.Discard)
-	klog.SetOutputBySeverity("INFO", &logs) // every severity reaches the INFO stream once
-	t.Cleanup(func() { klog.SetOutput(io.Discard); klog.LogToStderr(true) })
-
+	logs := captureLogs(t)
 	var broken atomic.Bool
 	broken.Store(true)
 	body := readFixture(t, "metrics-resource-30pods.txt")
@@ -52,6 +47,16 @@ func TestLogsOncePerStreak(t *testing.T) {
 	if n := strings.Count(out, `"Scraping node recovered"`); n != 1 || !strings.Contains(out, "failedScrapes=3") {
 		t.Errorf("%d recovery lines, want 1 saying failedScrapes=3:\n%s", n, out)
 	}
+}
+
+// captureLogs sends klog's output to the returned buffer until the test ends. Call klog.Flush before reading it.
+func captureLogs(t *testing.T) *syncBuffer {
+	var logs syncBuffer
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
+	klog.SetOutputBySeverity("INFO", &logs) // every severity reaches the INFO stream once
+	t.Cleanup(func() { klog.SetOutput(io.Discard); klog.LogToStderr(true) })
+	return &logs
 }
 
 type syncBuffer struct {

@@ -12,6 +12,7 @@ const (
 	outcomeSuccess = "success"
 	outcomeTimeout = "timeout"
 	outcomeError   = "error"
+	outcomePanic   = "panic" // a bug: the scrape or parse of one node panicked, and only that node's scrape is lost
 )
 
 var (
@@ -29,7 +30,7 @@ var (
 	})
 	requestsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "metrics_ring", Subsystem: "kubelet", Name: "requests_total",
-		Help:           "Requests to kubelets by outcome (success, timeout, error).",
+		Help:           "Scrapes of kubelets by outcome (success, timeout, error, panic).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"outcome"})
 	invalidSamples = metrics.NewCounterVec(&metrics.CounterOpts{

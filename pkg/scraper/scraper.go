@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
+	"github.com/metrics-ring/metrics-ring/pkg/logonly"
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
@@ -40,6 +41,10 @@ type Scraper struct {
 	cycles  uint64
 	// meanScrape is the previous cycle's mean time to scrape a node, which sizes the next cycle's workers.
 	meanScrape time.Duration
+	// retain is the largest response buffer a worker keeps after a scrape (retainFor); set between cycles.
+	retain int
+	// Bodies read this cycle and their bytes, for the next cycle's retain.
+	bodies, bodyBytes atomic.Int64
 
 	lastCycle atomic.Int64 // unix nanoseconds of the newest finished cycle
 }
@@ -51,6 +56,7 @@ type nodeState struct {
 	failures  int    // consecutive failed scrapes: the error is logged at the first only
 	rejecting bool   // storage rejected samples at the previous scrape
 	lossy     bool   // the previous response lost lines or samples
+	panicking bool   // the previous scrape panicked
 }
 
 // worker is one concurrent scrape slot; its buffer and batch are reused for every node it scrapes.
@@ -74,7 +80,8 @@ func New(o Options, nodes NodeLister, store Store) (*Scraper, error) {
 		return nil, err
 	}
 	RegisterMetrics()
-	return &Scraper{opts: o, nodes: nodes, store: store, client: c, states: make(map[string]*nodeState)}, nil
+	return &Scraper{opts: o, nodes: nodes, store: store, client: c, states: make(map[string]*nodeState),
+		retain: retainFor(0)}, nil
 }
 
 // Run collects once immediately, then every Resolution until ctx is done. A cycle that overruns the resolution
@@ -151,7 +158,7 @@ func (s *Scraper) collect(ctx context.Context) {
 			wg.Go(func() {
 				for i := range jobs {
 					t, late := time.Now(), ctx.Err() != nil
-					errs[i] = s.scrape(ctx, w, nodes[i], states[i])
+					errs[i] = s.work(ctx, w, nodes[i], states[i])
 					if !late {
 						scraping.Add(int64(time.Since(t)))
 						timed.Add(1)
@@ -180,6 +187,9 @@ func (s *Scraper) collect(ctx context.Context) {
 	wg.Wait()
 	if n := timed.Load(); n > 0 {
 		s.meanScrape = time.Duration(scraping.Load() / n)
+	}
+	if n := s.bodies.Swap(0); n > 0 {
+		s.retain = retainFor(s.bodyBytes.Swap(0) / n)
 	}
 
 	cycleErr := summarize(nodes, errs)
@@ -234,8 +244,9 @@ func (s *Scraper) scrape(ctx context.Context, w *worker, node *corev1.Node, st *
 func (s *Scraper) store1(node, url string, w *worker, st *nodeState, stats *parseStats) error {
 	b := &w.batch
 	if len(b.Nodes) == 0 && len(b.Containers) == 0 {
-		return fmt.Errorf("node %q: GET %s: no usable samples in %d bytes (%d bad lines, first: %v)",
-			node, url, len(w.buf), stats.BadLines, stats.FirstError)
+		// The parser's error quotes the response: for the log only.
+		return logonly.Wrap(fmt.Errorf("node %q: GET %s: no usable samples in %d bytes (%d bad lines)",
+			node, url, len(w.buf), stats.BadLines), "firstError", stats.FirstError)
 	}
 	b.Key, b.CPU, b.Window = node, storage.CPUCumulative, 0
 	rej := s.store.Store(b)
@@ -263,20 +274,24 @@ func (s *Scraper) store1(node, url string, w *worker, st *nodeState, stats *pars
 	return nil
 }
 
-// failed counts a failed scrape and logs it once per failure streak.
+// failed counts a failed scrape and logs it once per failure streak, and a panic's stack once per streak of panics.
 func (s *Scraper) failed(node string, st *nodeState, err error) {
-	outcome := outcomeError
-	if errors.Is(err, context.DeadlineExceeded) {
+	outcome, panicked := outcomeError, errors.Is(err, logonly.ErrPanic)
+	switch {
+	case panicked:
+		outcome = outcomePanic
+	case errors.Is(err, context.DeadlineExceeded):
 		outcome = outcomeTimeout
 	}
 	requestsTotal.WithLabelValues(outcome).Inc()
 	nodeUp.WithLabelValues(node).Set(0)
 	st.failures++
-	if st.failures == 1 {
-		klog.ErrorS(err, "Failed to scrape node", "node", klog.KRef("", node))
+	if st.failures == 1 || panicked && !st.panicking {
+		klog.ErrorS(err, "Failed to scrape node", append([]any{"node", klog.KRef("", node)}, logonly.KV(err)...)...)
 	} else {
 		klog.V(4).InfoS("Scraping node still fails", "node", klog.KRef("", node), "failedScrapes", st.failures, "err", err)
 	}
+	st.panicking = panicked
 }
 
 // CycleError is a cycle's error: which nodes failed and why. Unwrap gives every node's error.

@@ -28,24 +28,27 @@ func TestFailingKubelets(t *testing.T) {
 		handler http.HandlerFunc
 		node    func(*corev1.Node)
 		want    []string
+		hidden  []string // response bytes: in the log, never in the error (it becomes the 503 text)
 	}{{
 		name: "500",
 		handler: func(w http.ResponseWriter, _ *http.Request) {
 			http.Error(w, "cadvisor is on fire", http.StatusInternalServerError)
 		},
-		want: []string{"status 500", "cadvisor is on fire"},
+		want:   []string{"status 500 Internal Server Error"},
+		hidden: []string{"cadvisor is on fire"},
 	}, {
 		name: "401: the kubelet rejects our credentials",
 		handler: func(w http.ResponseWriter, _ *http.Request) {
 			http.Error(w, "Unauthorized", http.StatusUnauthorized)
 		},
-		want: []string{"status 401", "Unauthorized"},
+		want: []string{"status 401 Unauthorized"},
 	}, {
 		name: "403: nodes/metrics not granted",
 		handler: func(w http.ResponseWriter, _ *http.Request) {
 			http.Error(w, `Forbidden (user=system:serviceaccount:kube-system:metrics-ring, verb=get, resource=nodes, subresource=metrics)`, http.StatusForbidden)
 		},
-		want: []string{"status 403", "subresource=metrics"},
+		want:   []string{"status 403 Forbidden"},
+		hidden: []string{"subresource=metrics"},
 	}, {
 		name: "oversize with Content-Length",
 		o:    Options{MaxResponseBytes: 40000}, // the healthy 30-pod response is 37703 bytes
@@ -102,6 +105,7 @@ func TestFailingKubelets(t *testing.T) {
 		name:    "nothing usable",
 		handler: func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("<html>proxy login</html>\n")) },
 		want:    []string{"no usable samples", "1 bad lines"},
+		hidden:  []string{"<", "proxy login"},
 	}, {
 		name: "no address",
 		node: func(n *corev1.Node) { n.Status.Addresses = nil },
@@ -124,6 +128,11 @@ func TestFailingKubelets(t *testing.T) {
 			for _, w := range append(tc.want, `"bad-node"`, "1 of 2 nodes failed") {
 				if !strings.Contains(msg, w) {
 					t.Errorf("error %q does not mention %q", msg, w)
+				}
+			}
+			for _, h := range tc.hidden {
+				if strings.Contains(msg, h) {
+					t.Errorf("error %q carries the response's %q", msg, h)
 				}
 			}
 			if strings.Contains(msg, "good-node") {

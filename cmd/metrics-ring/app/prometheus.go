@@ -25,11 +25,13 @@ type PrometheusOptions struct {
 	Headers      []string
 	Verb         string
 	QueryTimeout time.Duration
+	MaxResponse  int64 // bytes
 }
 
 // NewPrometheusOptions returns the defaults.
 func NewPrometheusOptions() *PrometheusOptions {
-	return &PrometheusOptions{Verb: http.MethodGet, QueryTimeout: 10 * time.Second}
+	return &PrometheusOptions{Verb: http.MethodGet, QueryTimeout: 10 * time.Second,
+		MaxResponse: adapter.DefaultMaxResponseBytes}
 }
 
 // AddFlags adds the Prometheus source's flags.
@@ -43,6 +45,7 @@ func (o *PrometheusOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.InsecureTLS, "prometheus-insecure-skip-tls-verify", o.InsecureTLS, "Do not verify Prometheus' serving certificate. For tests only.")
 	fs.StringArrayVar(&o.Headers, "prometheus-header", o.Headers, "Header sent with every request to Prometheus, as Name=value (repeatable), e.g. X-Scope-OrgID=team-a.")
 	fs.StringVar(&o.Verb, "prometheus-verb", o.Verb, "HTTP method of queries: GET or POST.")
+	fs.Int64Var(&o.MaxResponse, "prometheus-max-response-bytes", o.MaxResponse, "Largest response to one query, in bytes; a larger one fails that query (it is decoded as it arrives, so memory follows the series, not this cap). The default holds about 500,000 series.")
 	fs.DurationVar(&o.QueryTimeout, "prometheus-query-timeout", o.QueryTimeout, "Timeout of each query, also sent as Prometheus' own timeout parameter (default 10s, or 90% of a shorter --metric-resolution).")
 }
 
@@ -64,6 +67,9 @@ func (o *PrometheusOptions) validate() []error {
 	}
 	if o.QueryTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--prometheus-query-timeout=%v must be positive", o.QueryTimeout))
+	}
+	if o.MaxResponse <= 0 {
+		errs = append(errs, fmt.Errorf("--prometheus-max-response-bytes=%d must be positive", o.MaxResponse))
 	}
 	if _, err := o.headers(); err != nil {
 		errs = append(errs, err)
@@ -92,7 +98,7 @@ func (o *PrometheusOptions) adapterOptions(resolution time.Duration) (adapter.Op
 	return adapter.Options{
 		ClientOptions: adapter.ClientOptions{URL: o.URL, BearerTokenFile: o.TokenFile, CAFile: o.CAFile,
 			CertFile: o.ClientCert, KeyFile: o.ClientKey, InsecureSkipVerify: o.InsecureTLS, Headers: headers,
-			Method: o.Verb, Timeout: o.QueryTimeout},
+			Method: o.Verb, Timeout: o.QueryTimeout, MaxResponseBytes: o.MaxResponse},
 		ConfigFile: o.ConfigFile,
 		Resolution: resolution,
 	}, nil

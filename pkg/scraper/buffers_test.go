@@ -1,0 +1,90 @@
+package scraper
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// retained is the response-buffer capacity the scraper's workers keep between scrapes.
+func retained(s *Scraper) (total, largest int) {
+	for _, w := range s.workers {
+		total += cap(w.buf)
+		largest = max(largest, cap(w.buf))
+	}
+	return total, largest
+}
+
+// TestLargeResponseBuffersAreGivenBack has each of 50 workers meet one 10 MB node: afterwards they must not keep
+// 50 x 10 MB, while buffers of the size the cluster's nodes answer with stay for the next scrape.
+func TestLargeResponseBuffersAreGivenBack(t *testing.T) {
+	fixture := readFixture(t, "metrics-resource-30pods.txt")
+	// A valid response padded to 10 MB by a line after a NUL byte, where the parser stops: the test moves 500 MB
+	// without parsing it.
+	big := append(bytes.Clone(fixture), 0)
+	big = append(big, bytes.Repeat([]byte("x"), 10_000_000-len(big)-1)...)
+	big = append(big, '\n')
+	serve := func(body []byte) *httptest.Server {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			_, _ = w.Write(body)
+		}))
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	typical, large := serve(fixture), serve(big)
+	nodes := []*corev1.Node{nodeFor(t, "large", large)}
+	for i := range 49 {
+		nodes = append(nodes, nodeFor(t, "typical-"+strconv.Itoa(i), typical))
+	}
+	store := newFakeStore()
+	s := cycle(t, Options{Scheme: "http", Concurrency: 50}, store, nodes...)
+	if end := store.lastEnd(t); !end.success || end.err != nil || len(s.workers) != 50 {
+		t.Fatalf("first cycle: %v %v with %d workers, want a clean cycle with 50", end.success, end.err, len(s.workers))
+	}
+	if total, _ := retained(s); total == 0 {
+		t.Fatal("no buffer kept after a cycle of typical nodes: every scrape would allocate one")
+	}
+
+	// Every worker meets the large node, then goes on to a typical one, as across cycles.
+	ctx := context.Background()
+	for _, w := range s.workers {
+		for _, n := range []*corev1.Node{nodes[0], nodes[1]} {
+			if err := s.work(ctx, w, n, s.states[n.Name]); err != nil {
+				t.Fatalf("scraping %s: %v", n.Name, err)
+			}
+		}
+	}
+	s.collect(ctx)
+	total, largest := retained(s)
+	if largest > retainMin || total > 50*retainMin {
+		t.Fatalf("workers keep %d bytes (largest buffer %d) after meeting a 10 MB node: want at most %d each",
+			total, largest, retainMin)
+	}
+	if total == 0 {
+		t.Fatal("typical buffers were given back too")
+	}
+}
+
+func TestRetainFor(t *testing.T) {
+	for _, tc := range []struct {
+		mean int64
+		want int
+	}{
+		{0, retainMin},
+		{20_000, retainMin},
+		{37_703, 301_624},    // 30-pod nodes
+		{300_000, 2_400_000}, // 250-pod nodes keep their 512 KiB buffers
+		{10 << 20, 80 << 20}, // every node that large: each scrape needs that memory anyway
+		{1 << 62, 1 << 40},   // no overflow
+	} {
+		if got := retainFor(tc.mean); got != tc.want {
+			t.Errorf("retainFor(%d) = %d, want %d", tc.mean, got, tc.want)
+		}
+	}
+}
