@@ -68,7 +68,9 @@ func newClient(o ClientOptions) (*client, error) {
 	cfg := pconfig.HTTPClientConfig{
 		TLSConfig: pconfig.TLSConfig{CAFile: o.CAFile, CertFile: o.CertFile, KeyFile: o.KeyFile,
 			InsecureSkipVerify: o.InsecureSkipVerify},
-		FollowRedirects: true,
+		// A redirect would carry the bearer token and headers to wherever Prometheus' answer points: the same rule
+		// as for kubelets (DESIGN.md section 4). A 3xx is an error naming the status.
+		FollowRedirects: false,
 		EnableHTTP2:     true,
 	}
 	if o.BearerTokenFile != "" {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -200,4 +201,38 @@ func (l *logBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// A Prometheus that redirects gets no second request: the token and headers go only to --prometheus-url.
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	var leaked sync.Mutex
+	var got []string
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked.Lock()
+		got = append(got, r.Header.Get("Authorization"))
+		leaked.Unlock()
+		w.Write(vectorBody(1))
+	}))
+	defer elsewhere.Close()
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+	}))
+	defer redirector.Close()
+	token := t.TempDir() + "/token"
+	if err := os.WriteFile(token, []byte("s3cret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := newClient(ClientOptions{URL: redirector.URL, BearerTokenFile: token, Method: "GET", Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = c.query(context.Background(), "up", time.Now())
+	if err == nil || !strings.Contains(err.Error(), "307") {
+		t.Errorf("query through a redirect: err = %v, want an error naming HTTP 307", err)
+	}
+	leaked.Lock()
+	defer leaked.Unlock()
+	if len(got) != 0 {
+		t.Errorf("the redirect target got %d requests (Authorization %q), want none", len(got), got)
+	}
 }
