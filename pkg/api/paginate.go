@@ -1,13 +1,16 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	"k8s.io/apimachinery/pkg/runtime"
 	apistorage "k8s.io/apiserver/pkg/storage"
 )
 
@@ -40,36 +43,48 @@ func snapshotFor(m MetricsReader, opts *metainternalversion.ListOptions) (points
 	return snap, strconv.FormatInt(gen, 10), strings.TrimPrefix(after, "/"), nil
 }
 
-// paginate cuts items (sorted by key) to the page after the key `after`, at most limit long (0: no limit), and
-// returns the continue token and how many items remain when there is a next page.
-func paginate[T any](items []T, key func(*T) (namespace, name string), after string, limit int64, rv string) ([]T, string, *int64, error) {
+// smallPage is the largest page built without a slot of buildLimit: its cost is that of the request itself.
+const smallPage = 500
+
+// page builds the page of b after the key `after`, at most limit long (0: no limit), from b's sorted entries: only
+// the page's own items are built, so paging through N objects costs about one list, not N/limit lists.
+func (s *metricsREST[P]) page(ctx context.Context, b *build[P], after string, limit int64) (runtime.Object, error) {
+	es := b.entries
 	if after != "" {
-		ans, aname, namespaced := strings.Cut(after, "/")
-		if !namespaced {
-			ans, aname = "", after
+		var a object
+		if ns, name, namespaced := strings.Cut(after, "/"); namespaced {
+			a = object{namespace: ns, name: name}
+		} else {
+			a = object{name: after}
 		}
-		start := sort.Search(len(items), func(i int) bool {
-			ns, name := key(&items[i])
-			return ns > ans || (ns == ans && name > aname)
-		})
-		items = items[start:]
+		es = es[sort.Search(len(es), func(i int) bool { return a.less(&es[i].object) }):]
 	}
-	if limit <= 0 || int64(len(items)) <= limit {
-		return items, "", nil, nil
+	var token string
+	var remaining *int64
+	if limit > 0 && int64(len(es)) > limit {
+		gen, err := strconv.ParseInt(b.rv, 10, 64)
+		if err != nil {
+			return nil, apierrors.NewBadRequest("limit is not supported by this storage")
+		}
+		if token, err = apistorage.EncodeContinue("/"+es[limit-1].key(), "/", gen); err != nil {
+			return nil, apierrors.NewInternalError(fmt.Errorf("encoding the continue token: %w", err))
+		}
+		n := int64(len(es)) - limit
+		remaining, es = &n, es[:limit]
 	}
-	gen, err := strconv.ParseInt(rv, 10, 64)
+	if len(es) > smallPage {
+		release, err := s.limit.acquire(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
+	list := s.kind.list(es, b.rv, b.created)
+	lm, err := meta.ListAccessor(list)
 	if err != nil {
-		return nil, "", nil, apierrors.NewBadRequest("limit is not supported by this storage")
+		return nil, apierrors.NewInternalError(err)
 	}
-	ns, name := key(&items[limit-1])
-	last := name
-	if ns != "" {
-		last = ns + "/" + name
-	}
-	token, err := apistorage.EncodeContinue("/"+last, "/", gen)
-	if err != nil {
-		return nil, "", nil, apierrors.NewInternalError(fmt.Errorf("encoding the continue token: %w", err))
-	}
-	remaining := int64(len(items)) - limit
-	return items[:limit], token, &remaining, nil
+	lm.SetContinue(token)
+	lm.SetRemainingItemCount(remaining)
+	return list, nil
 }
