@@ -262,4 +262,3 @@ func pointTime(p any) time.Time {
 	}
 	return time.Time{}
 }
-

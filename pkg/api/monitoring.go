@@ -68,8 +68,10 @@ var registerOnce sync.Once
 
 // RegisterMetrics registers the API's metrics in the legacy registry served on /metrics. Safe to call many times.
 func RegisterMetrics() {
-	registerOnce.Do(func() { legacyregistry.MustRegister(metricFreshness, watchesActive, watchesRejected, watchesFellBehind, watchPanics,
-			buildsMade, buildsRejected) })
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(metricFreshness, watchesActive, watchesRejected, watchesFellBehind, watchPanics,
+			buildsMade, buildsRejected)
+	})
 }
 
 func observeFreshness(now, sampled time.Time) {

@@ -23,7 +23,9 @@ type watchFeeds[P any] struct {
 	bySel map[string]*watchFeed[P]
 }
 
-func newFeeds[P any](res *metricsREST[P]) *watchFeeds[P] { return &watchFeeds[P]{res: res, bySel: map[string]*watchFeed[P]{}} }
+func newFeeds[P any](res *metricsREST[P]) *watchFeeds[P] {
+	return &watchFeeds[P]{res: res, bySel: map[string]*watchFeed[P]{}}
+}
 
 // feed follows storage's snapshots for every watcher of one selection: for each new snapshot it takes the
 // selection's shared build, computes the events from the previous one once, and queues that batch to every
