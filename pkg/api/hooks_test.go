@@ -16,7 +16,7 @@ type hookedKind[P any] struct {
 	block  chan struct{}
 	fail   error
 	// panicIn names the method that panics: "same" (a watch feed's diff) or "empty" (a watcher's bookmark).
-	panicIn string
+	panicIn atomic.Value
 }
 
 func (k *hookedKind[P]) objects(namespace string, sel labels.Selector) ([]object, error) {
@@ -41,14 +41,14 @@ func (k *hookedKind[P]) list(es []entry[P], rv string, created metav1.Time) runt
 }
 
 func (k *hookedKind[P]) same(a, b *P) bool {
-	if k.panicIn == "same" {
+	if k.panicIn.Load() == "same" {
 		panic("same: test panic")
 	}
 	return k.kind.same(a, b)
 }
 
 func (k *hookedKind[P]) empty(namespace, name, rv string) runtime.Object {
-	if k.panicIn == "empty" {
+	if k.panicIn.Load() == "empty" {
 		panic("empty: test panic")
 	}
 	return k.kind.empty(namespace, name, rv)
