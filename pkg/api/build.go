@@ -63,9 +63,15 @@ type build[P any] struct {
 	fullMu sync.Mutex
 	full   runtime.Object // the shared list, once built, until the next collection lands
 
-	itemsOnce sync.Once
-	items     []*watchItem[P] // entries as watch events carry them, built for the first watch
-	added     *batch          // ADDED for every entry: the initial events of a watch starting here
+	// events are the entries as watch events carry them, made for the first watch that needs them; like full,
+	// let go once a newer collection lands (feeds and queued batches keep what they still send).
+	eventsMu sync.Mutex
+	events   *buildEvents[P]
+}
+
+type buildEvents[P any] struct {
+	items []*watchItem[P]
+	added *batch // ADDED for every entry: the initial events of a watch starting here
 }
 
 // fullList returns the list of every entry, shared by the requests of this build, built and encoded once.
@@ -94,16 +100,18 @@ func (b *build[P]) fullList(ctx context.Context) (runtime.Object, error) {
 
 // watchItems returns the entries as watch events carry them, and the ADDED batch of a watch starting here.
 func (b *build[P]) watchItems() ([]*watchItem[P], *batch) {
-	b.itemsOnce.Do(func() {
-		b.items = make([]*watchItem[P], len(b.entries))
+	b.eventsMu.Lock()
+	defer b.eventsMu.Unlock()
+	if b.events == nil {
+		items := make([]*watchItem[P], len(b.entries))
 		events := make([]watch.Event, len(b.entries))
 		for i := range b.entries {
-			b.items[i] = &watchItem[P]{res: b.res, e: &b.entries[i], rv: b.rv, created: b.created}
-			events[i] = watch.Event{Type: watch.Added, Object: b.items[i]}
+			items[i] = &watchItem[P]{res: b.res, e: &b.entries[i], rv: b.rv, created: b.created}
+			events[i] = watch.Event{Type: watch.Added, Object: items[i]}
 		}
-		b.added = &batch{rv: b.rv, events: events}
-	})
-	return b.items, b.added
+		b.events = &buildEvents[P]{items: items, added: &batch{rv: b.rv, events: events}}
+	}
+	return b.events.items, b.events.added
 }
 
 // genBuilds are the builds of one snapshot.
@@ -229,7 +237,8 @@ func (c *buildCache[P]) make(ctx context.Context, snap points, rv string, sel sc
 var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // dropOn lets go of what the builds of generation gen hold once a newer snapshot is published: their full lists
-// (tens of megabytes for every pod) at once, and the builds themselves once gen is no longer retained.
+// and watch events (tens of megabytes for every pod, with their encodings) at once, and the builds themselves once
+// gen is no longer retained.
 func (c *buildCache[P]) dropOn(changed <-chan struct{}, gen uint64) {
 	<-changed
 	c.mu.Lock()
@@ -249,6 +258,9 @@ func (c *buildCache[P]) dropOn(changed <-chan struct{}, gen uint64) {
 		b.fullMu.Lock()
 		b.full = nil
 		b.fullMu.Unlock()
+		b.eventsMu.Lock()
+		b.events = nil
+		b.eventsMu.Unlock()
 	}
 }
 

@@ -209,6 +209,11 @@ func (w *watcher[P]) sendBatch(bt *batch, bookmark bool) bool {
 
 // send delivers ev unless the watch ends first.
 func (w *watcher[P]) send(ev watch.Event) bool {
+	select { // while the handler keeps up, a plain send: a collection is tens of thousands of events per watcher
+	case w.result <- ev:
+		return true
+	default:
+	}
 	select {
 	case w.result <- ev:
 		return true
