@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -120,11 +121,11 @@ func BenchmarkListPodsRepeated(b *testing.B) {
 					if err := enc.Encode(obj, w); err != nil {
 						b.Fatal(err)
 					}
-					l, ok := obj.(*metrics.PodMetricsList)
-					if !ok || l.Continue == "" {
+					if _, cont := listed(b, obj); cont == "" {
 						break
+					} else {
+						opts = &metainternalversion.ListOptions{Limit: tc.limit, Continue: cont}
 					}
-					opts = &metainternalversion.ListOptions{Limit: tc.limit, Continue: l.Continue}
 				}
 				size = w.n
 			}
@@ -201,12 +202,11 @@ func BenchmarkWatchersAndPages(b *testing.B) {
 			if err := enc.Encode(obj, io.Discard); err != nil {
 				b.Fatal(err)
 			}
-			list := obj.(*metrics.PodMetricsList)
-			seen += len(list.Items)
-			if list.Continue == "" {
+			n, cont := listed(b, obj)
+			if seen += n; cont == "" {
 				break
 			}
-			opts = &metainternalversion.ListOptions{Limit: pageSize, Continue: list.Continue}
+			opts = &metainternalversion.ListOptions{Limit: pageSize, Continue: cont}
 		}
 		if seen != total {
 			b.Fatalf("paged through %d pods, want %d", seen, total)
@@ -250,4 +250,13 @@ func drain(b *testing.B, enc runtime.Encoder, w watch.Interface, n int) {
 			return
 		}
 	}
+}
+
+// listed returns a list's length and continue token, whatever list type (shared or not) the storage answered.
+func listed(b *testing.B, obj runtime.Object) (int, string) {
+	lm, err := meta.ListAccessor(obj)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return meta.LenList(obj), lm.GetContinue()
 }

@@ -12,7 +12,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
@@ -31,6 +30,9 @@ const (
 	// maxSharedLists bounds the full lists kept built per snapshot: a list of every pod is tens of megabytes until
 	// the next collection lands. What repeats within one collection is a handful of wide lists.
 	maxSharedLists = 8
+	// maxSharedPageItems bounds the items of the pages of a build kept for clients paging through it together
+	// (the newest pages): a few megabytes, and clients paging in step share every page.
+	maxSharedPageItems = 4096
 )
 
 // selection is what a build is shared by: a namespace ("" for all, or a cluster-scoped kind) and selectors.
@@ -67,6 +69,12 @@ type build[P any] struct {
 	// let go once a newer collection lands (feeds and queued batches keep what they still send).
 	eventsMu sync.Mutex
 	events   *buildEvents[P]
+
+	pagesMu   sync.Mutex
+	pages     map[[2]int]*shared // by [start, end) of entries
+	order     [][2]int           // pages, oldest first
+	pageItems int                // in pages
+	old       bool               // a newer collection landed: pages are no longer kept
 }
 
 type buildEvents[P any] struct {
@@ -96,22 +104,6 @@ func (b *build[P]) fullList(ctx context.Context) (runtime.Object, error) {
 	}
 	b.full = b.res.kind.shared(list)
 	return b.full, nil
-}
-
-// watchItems returns the entries as watch events carry them, and the ADDED batch of a watch starting here.
-func (b *build[P]) watchItems() ([]*watchItem[P], *batch) {
-	b.eventsMu.Lock()
-	defer b.eventsMu.Unlock()
-	if b.events == nil {
-		items := make([]*watchItem[P], len(b.entries))
-		events := make([]watch.Event, len(b.entries))
-		for i := range b.entries {
-			items[i] = &watchItem[P]{res: b.res, e: &b.entries[i], rv: b.rv, created: b.created}
-			events[i] = watch.Event{Type: watch.Added, Object: items[i]}
-		}
-		b.events = &buildEvents[P]{items: items, added: &batch{rv: b.rv, events: events}}
-	}
-	return b.events.items, b.events.added
 }
 
 // genBuilds are the builds of one snapshot.
@@ -261,6 +253,9 @@ func (c *buildCache[P]) dropOn(changed <-chan struct{}, gen uint64) {
 		b.eventsMu.Lock()
 		b.events = nil
 		b.eventsMu.Unlock()
+		b.pagesMu.Lock()
+		b.pages, b.order, b.pageItems, b.old = nil, nil, 0, true
+		b.pagesMu.Unlock()
 	}
 }
 

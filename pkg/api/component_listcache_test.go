@@ -87,7 +87,8 @@ func feedPod(s *storage.Storage, ts time.Time, cpu float64) {
 }
 
 // TestListsSharedWithinOneCollection: requests of one collection with the same namespace and selectors get one
-// list (built and encoded once); pages are never shared, and a new collection builds a new list.
+// list (built and encoded once); so do requests for one page, which is not the list; a new collection builds a new
+// list.
 func TestListsSharedWithinOneCollection(t *testing.T) {
 	c := newCluster(t)
 	c.addPod("ns-a", "p1")
@@ -128,8 +129,9 @@ func TestListsSharedWithinOneCollection(t *testing.T) {
 	if l := list(all, listOpts(t, "app=x", "")); l == one {
 		t.Error("a label-selected list is the unselected list")
 	}
-	if p := list(all, &metainternalversion.ListOptions{Limit: 1}); p == list(all, &metainternalversion.ListOptions{Limit: 1}) {
-		t.Error("pages are shared")
+	p := list(all, &metainternalversion.ListOptions{Limit: 1})
+	if p != list(all, &metainternalversion.ListOptions{Limit: 1}) || p == one || len(podList(t, p).Items) != 1 {
+		t.Error("two requests for the first page of one collection got different pages, or the list")
 	}
 	c.cycle(nil, map[string]float64{"ns-a/p1": 0.2, "ns-b/p1": 0.3})
 	// The previous collection's lists are let go when the new one lands, not when the next request comes.

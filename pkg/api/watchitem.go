@@ -47,3 +47,19 @@ type batch struct {
 	// end, when set, ends every watcher with this ERROR event's status (a source down for --stale-after, say).
 	end *metav1.Status
 }
+
+// watchItems returns the entries as watch events carry them, and the ADDED batch of a watch starting here.
+func (b *build[P]) watchItems() ([]*watchItem[P], *batch) {
+	b.eventsMu.Lock()
+	defer b.eventsMu.Unlock()
+	if b.events == nil {
+		items := make([]*watchItem[P], len(b.entries))
+		events := make([]watch.Event, len(b.entries))
+		for i := range b.entries {
+			items[i] = &watchItem[P]{res: b.res, e: &b.entries[i], rv: b.rv, created: b.created}
+			events[i] = watch.Event{Type: watch.Added, Object: items[i]}
+		}
+		b.events = &buildEvents[P]{items: items, added: &batch{rv: b.rv, events: events}}
+	}
+	return b.events.items, b.events.added
+}
