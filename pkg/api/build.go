@@ -54,13 +54,14 @@ func (s scope) key() string {
 
 // build is one selection of one snapshot. entries is set before done is closed and never changes after.
 type build[P any] struct {
-	res     *metricsREST[P]
-	rv      string // "" for storage without snapshots
-	created metav1.Time
-	entries []entry[P] // sorted by (namespace,) name
-	done    chan struct{}
-	err     error
-	gen     *genBuilds[P] // nil when the build is this request's alone
+	res        *metricsREST[P]
+	rv         string // "" for storage without snapshots
+	generation uint64 // rv as a number
+	created    metav1.Time
+	entries    []entry[P] // sorted by (namespace,) name
+	done       chan struct{}
+	err        error
+	kept       *genBuilds[P] // nil when the build is this request's alone
 
 	fullMu sync.Mutex
 	full   runtime.Object // the shared list, once built, until the next collection lands
@@ -99,7 +100,7 @@ func (b *build[P]) fullList(ctx context.Context) (runtime.Object, error) {
 	}
 	defer release()
 	list := b.res.kind.list(b.entries, b.rv, b.created)
-	if b.gen == nil || b.gen.lists.Add(1) > maxSharedLists {
+	if b.kept == nil || b.kept.lists.Add(1) > maxSharedLists {
 		return list, nil // this request's alone
 	}
 	b.full = b.res.kind.shared(list)
@@ -192,7 +193,7 @@ func (c *buildCache[P]) lead(ctx context.Context, b *build[P], g *genBuilds[P], 
 		}
 		return nil, err
 	}
-	b.res, b.rv, b.created, b.entries, b.gen = made.res, made.rv, made.created, made.entries, g
+	b.res, b.rv, b.generation, b.created, b.entries, b.kept = made.res, made.rv, made.generation, made.created, made.entries, g
 	return b, nil
 }
 
@@ -223,7 +224,8 @@ func (c *buildCache[P]) make(ctx context.Context, snap points, rv string, sel sc
 	}
 	sort.Slice(es, func(i, j int) bool { return es[i].less(&es[j].object) })
 	buildsMade.Inc()
-	return &build[P]{res: s, rv: rv, created: now, entries: es, done: closed, gen: g}, nil
+	gen, _ := strconv.ParseUint(rv, 10, 64)
+	return &build[P]{res: s, rv: rv, generation: gen, created: now, entries: es, done: closed, kept: g}, nil
 }
 
 var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()

@@ -73,7 +73,7 @@ func (s *metricsREST[P]) page(ctx context.Context, b *build[P], after string, li
 		}
 		defer release()
 		return s.cut(b, start, end)
-	case end == start || b.gen == nil: // an empty page is the handler's to fill in; storage without snapshots
+	case end == start || b.kept == nil: // an empty page is the handler's to fill in; storage without snapshots
 		return s.cut(b, start, end)
 	}
 	return b.sharedPage(start, end, func() (runtime.Object, error) {

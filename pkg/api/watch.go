@@ -76,9 +76,14 @@ func (s *metricsREST[P]) startWatch(ctx context.Context, opts *metainternalversi
 		return nil, err
 	}
 	w.feed, w.start = f, start
-	if from == nil {
+	switch {
+	case from == nil:
 		_, w.initial = start.watchItems()
-	} else {
+	case from.Generation() >= start.generation:
+		// The client is ahead of the feed, which has yet to take in the newest collection: nothing to send until
+		// the feed gets past where the client is.
+		w.initial, w.skipThrough = &batch{rv: rv(from), gen: from.Generation()}, from.Generation()
+	default:
 		prev, err := s.builds.get(ctx, from, rv(from), which)
 		if err != nil {
 			f.remove(w)
@@ -102,6 +107,8 @@ type watcher[P any] struct {
 	initial    *batch
 	bookmarks  bool
 	initialEnd bool // send the bookmark that ends the initial events (sendInitialEvents=true)
+	// skipThrough is the generation the client already has when it resumed ahead of the feed.
+	skipThrough uint64
 
 	mu       sync.Mutex
 	queue    []*batch
@@ -182,6 +189,9 @@ func (w *watcher[P]) run() {
 			return
 		}
 		for _, bt := range queue {
+			if bt.end == nil && bt.gen <= w.skipThrough {
+				continue
+			}
 			if !w.sendBatch(bt, true) {
 				return
 			}

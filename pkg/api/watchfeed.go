@@ -192,7 +192,7 @@ func diff[P any](prev []entry[P], cur *build[P], gone []object) *batch {
 		}
 		events = append(events, watch.Event{Type: watch.Deleted, Object: k.empty(o.namespace, o.name, cur.rv)})
 	}
-	return &batch{rv: cur.rv, events: events}
+	return &batch{rv: cur.rv, gen: cur.generation, events: events}
 }
 
 // gone returns the objects of snap within sel's namespace and field selector that no longer exist (deleted, or a

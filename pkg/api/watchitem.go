@@ -43,6 +43,7 @@ var _ runtime.CacheableObject = &watchItem[struct{}]{}
 // once. A batch is never modified once made.
 type batch struct {
 	rv     string
+	gen    uint64 // rv as a number
 	events []watch.Event
 	// end, when set, ends every watcher with this ERROR event's status (a source down for --stale-after, say).
 	end *metav1.Status
