@@ -69,10 +69,18 @@ func (s *metricsREST[P]) startWatch(ctx context.Context, opts *metainternalversi
 		bookmarks: opts.AllowWatchBookmarks, initialEnd: initial && opts.AllowWatchBookmarks,
 		wake: make(chan struct{}, 1), result: make(chan watch.Event, resultBuffer), done: make(chan struct{}),
 	}
+	started := false
+	defer func() { // also when building panics
+		if !started {
+			if w.feed != nil {
+				w.feed.remove(w)
+			}
+			s.watches.release(user)
+		}
+	}()
 	which := s.selection(ctx, sel)
 	f, start, err := s.feeds.join(ctx, w, which)
 	if err != nil {
-		s.watches.release(user)
 		return nil, err
 	}
 	w.feed, w.start = f, start
@@ -86,12 +94,11 @@ func (s *metricsREST[P]) startWatch(ctx context.Context, opts *metainternalversi
 	default:
 		prev, err := s.builds.get(ctx, from, rv(from), which)
 		if err != nil {
-			f.remove(w)
-			s.watches.release(user)
 			return nil, err
 		}
 		w.initial = diff(prev.entries, start, s.gone(from, which))
 	}
+	started = true
 	go w.run()
 	return w, nil
 }

@@ -59,6 +59,12 @@ func (fs *watchFeeds[P]) join(ctx context.Context, w *watcher[P], sel scope) (*w
 	}
 	f.refs++
 	fs.mu.Unlock()
+	joined := false
+	defer func() { // also when building panics
+		if !joined {
+			fs.leave(f)
+		}
+	}()
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -66,13 +72,13 @@ func (fs *watchFeeds[P]) join(ctx context.Context, w *watcher[P], sel scope) (*w
 		snap := fs.res.metrics.(Versioned).Latest()
 		b, err := fs.res.builds.get(ctx, snap, rv(snap), sel)
 		if err != nil {
-			fs.leave(f)
 			return nil, nil, err
 		}
 		f.cur, f.snap = b, snap
 		go f.run()
 	}
 	f.watchers[w] = struct{}{}
+	joined = true
 	return f, f.cur, nil
 }
 
