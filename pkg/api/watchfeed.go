@@ -42,6 +42,7 @@ type watchFeed[P any] struct {
 
 	mu       sync.Mutex
 	cur      *build[P] // the build the newest batch led to; nil until the first watcher made it
+	ended    *batch    // the batch that ended the feed's watchers, for any that join after it
 	snap     storage.Snapshot
 	watchers map[*watcher[P]]struct{}
 }
@@ -78,6 +79,9 @@ func (fs *watchFeeds[P]) join(ctx context.Context, w *watcher[P], sel scope) (*w
 		go f.run()
 	}
 	f.watchers[w] = struct{}{}
+	if f.ended != nil {
+		w.push(f.ended)
+	}
 	joined = true
 	return f, f.cur, nil
 }
@@ -157,6 +161,9 @@ func (f *watchFeed[P]) publish(bt *batch, next *build[P], snap storage.Snapshot)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if bt.end != nil {
+		f.ended = bt
+	}
 	if next != nil {
 		f.cur, f.snap = next, snap
 	}
