@@ -5,12 +5,13 @@ import (
 	"errors"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	"k8s.io/apimachinery/pkg/labels"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/metrics/pkg/apis/metrics"
 
@@ -86,7 +87,8 @@ func feedPod(s *storage.Storage, ts time.Time, cpu float64) {
 }
 
 // TestListsSharedWithinOneCollection: requests of one collection with the same namespace and selectors get one
-// list (built and encoded once); pages are never shared, and a new collection builds a new list.
+// list (built and encoded once); so do requests for one page, which is not the list; a new collection builds a new
+// list.
 func TestListsSharedWithinOneCollection(t *testing.T) {
 	c := newCluster(t)
 	c.addPod("ns-a", "p1")
@@ -127,19 +129,16 @@ func TestListsSharedWithinOneCollection(t *testing.T) {
 	if l := list(all, listOpts(t, "app=x", "")); l == one {
 		t.Error("a label-selected list is the unselected list")
 	}
-	if p := list(all, &metainternalversion.ListOptions{Limit: 1}); p == list(all, &metainternalversion.ListOptions{Limit: 1}) {
-		t.Error("pages are shared")
+	p := list(all, &metainternalversion.ListOptions{Limit: 1})
+	if p != list(all, &metainternalversion.ListOptions{Limit: 1}) || p == one || len(podList(t, p).Items) != 1 {
+		t.Error("two requests for the first page of one collection got different pages, or the list")
 	}
 	c.cycle(nil, map[string]float64{"ns-a/p1": 0.2, "ns-b/p1": 0.3})
 	// The previous collection's lists are let go when the new one lands, not when the next request comes.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		s.lists.mu.Lock()
-		held := len(s.lists.entries)
-		s.lists.mu.Unlock()
-		if held == 0 {
+		if held := s.builds.fullLists(); held == 0 {
 			break
-		}
-		if time.Now().After(deadline) {
+		} else if time.Now().After(deadline) {
 			t.Fatalf("%d lists of the previous collection still held 10 s after a new one landed", held)
 		}
 	}
@@ -164,52 +163,53 @@ func podList(t *testing.T, obj any) *metrics.PodMetricsList {
 // TestListBuiltOnceUnderConcurrency: when a collection lands, concurrent requests for one list wait for a single
 // build; a failed build is not kept, and a waiter whose request ends stops waiting.
 func TestListBuiltOnceUnderConcurrency(t *testing.T) {
-	var c listCache[*sharedPodList]
-	var builds atomic.Int32
-	release := make(chan struct{})
-	build := func() (*sharedPodList, error) {
-		builds.Add(1)
-		<-release
-		return &sharedPodList{PodMetricsList: &metrics.PodMetricsList{}}, nil
-	}
+	c := newCluster(t)
+	c.addPod("ns-a", "p1")
+	c.cycle(nil, map[string]float64{"ns-a/p1": 0.1})
+	k := &hookedKind[storage.PodPoint]{kind: podKind{pods: cache.NewGenericLister(c.pods, podResource)},
+		block: make(chan struct{})}
+	s := newMetricsREST[storage.PodPoint](c.store, k)
+	snap, rv := latest(c.store)
 	var wg sync.WaitGroup
-	got := make([]*sharedPodList, 50)
+	got := make([]*build[storage.PodPoint], 50)
 	for i := range got {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l, err := c.get(context.Background(), "7", "all", nil, build)
+			b, err := s.builds.get(context.Background(), snap, rv, scope{selectors: selectors{labels: labels.Everything()}})
 			if err != nil {
 				t.Error(err)
 			}
-			got[i] = l
+			got[i] = b
 		}()
 	}
 	// A waiter whose request is cancelled returns at once with its context's error.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	for builds.Load() == 0 {
+	for k.builds.Load() == 0 {
 		time.Sleep(time.Millisecond)
 	}
-	if _, err := c.get(ctx, "7", "all", nil, build); err != context.Canceled {
+	if _, err := s.builds.get(ctx, snap, rv, scope{selectors: selectors{labels: labels.Everything()}}); err != context.Canceled {
 		t.Errorf("a cancelled waiter: %v, want context.Canceled", err)
 	}
-	close(release)
+	close(k.block)
 	wg.Wait()
-	if n := builds.Load(); n != 1 {
+	if n := k.builds.Load(); n != 1 {
 		t.Errorf("50 concurrent requests built the list %d times, want once", n)
 	}
-	for _, l := range got {
-		if l != got[0] || l == nil {
-			t.Fatal("concurrent requests got different lists")
+	for _, b := range got {
+		if b != got[0] || b == nil || len(b.entries) != 1 {
+			t.Fatal("concurrent requests got different builds")
 		}
 	}
 
-	failing := func() (*sharedPodList, error) { builds.Add(1); return nil, errors.New("informer gone") }
-	if _, err := c.get(context.Background(), "8", "all", nil, failing); err == nil {
+	k.fail = errors.New("informer gone")
+	sel := scope{namespace: "ns-a", selectors: selectors{labels: labels.Everything()}}
+	if _, err := s.builds.get(context.Background(), snap, rv, sel); err == nil {
 		t.Fatal("a failed build returned no error")
 	}
-	if _, err := c.get(context.Background(), "8", "all", nil, build); err != nil || builds.Load() != 3 {
-		t.Errorf("after a failed build the next request did not build again: %v, %d builds", err, builds.Load())
+	k.fail = nil
+	if _, err := s.builds.get(context.Background(), snap, rv, sel); err != nil || k.builds.Load() != 3 {
+		t.Errorf("after a failed build the next request did not build again: %v, %d builds", err, k.builds.Load())
 	}
 }

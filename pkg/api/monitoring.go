@@ -27,11 +27,39 @@ var (
 		Help:           "Watches open on NodeMetrics and PodMetrics.",
 		StabilityLevel: metrics.ALPHA,
 	})
-	watchesRejected = metrics.NewCounter(&metrics.CounterOpts{
+	watchesRejected = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace:      "metrics_ring",
 		Subsystem:      "api",
 		Name:           "watches_rejected_total",
-		Help:           "Watches refused with 429 because --max-watches were open.",
+		Help:           "Watches refused with 429, by the limit reached: total (--max-watches) or user (--max-watches-per-user).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"limit"})
+	watchesFellBehind = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace:      "metrics_ring",
+		Subsystem:      "api",
+		Name:           "watches_fell_behind_total",
+		Help:           "Watches ended with 410 Gone because their client read more than 4 collections behind.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	watchPanics = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace:      "metrics_ring",
+		Subsystem:      "api",
+		Name:           "watch_panics_total",
+		Help:           "Panics in a watch or watch feed goroutine, contained: the watches end with an ERROR event.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	buildsMade = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace:      "metrics_ring",
+		Subsystem:      "api",
+		Name:           "builds_total",
+		Help:           "Selections built from a snapshot; every list, page and watch of one selection and collection shares one.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	buildsRejected = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace:      "metrics_ring",
+		Subsystem:      "api",
+		Name:           "builds_rejected_total",
+		Help:           "Requests answered 429 because every build slot stayed busy for as long as they could wait.",
 		StabilityLevel: metrics.ALPHA,
 	})
 )
@@ -40,7 +68,10 @@ var registerOnce sync.Once
 
 // RegisterMetrics registers the API's metrics in the legacy registry served on /metrics. Safe to call many times.
 func RegisterMetrics() {
-	registerOnce.Do(func() { legacyregistry.MustRegister(metricFreshness, watchesActive, watchesRejected) })
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(metricFreshness, watchesActive, watchesRejected, watchesFellBehind, watchPanics,
+			buildsMade, buildsRejected)
+	})
 }
 
 func observeFreshness(now, sampled time.Time) {

@@ -1,232 +1,132 @@
 package api
 
 import (
-	"context"
 	"fmt"
-	"maps"
-	"sort"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/metrics/pkg/apis/metrics"
 
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
-// NodeStorage is the REST storage of metrics.k8s.io/v1beta1 `nodes` (NodeMetrics, cluster-scoped).
-type NodeStorage struct {
-	metrics      MetricsReader
-	nodes        NodeLister
-	nodeSelector labels.Requirements
-	now          func() metav1.Time
-	watches      *watchHub
-	lists        listCache[*sharedNodeList]
-}
-
-var (
-	_ rest.Storage              = &NodeStorage{}
-	_ rest.KindProvider         = &NodeStorage{}
-	_ rest.Scoper               = &NodeStorage{}
-	_ rest.Getter               = &NodeStorage{}
-	_ rest.Lister               = &NodeStorage{}
-	_ rest.Watcher              = &NodeStorage{}
-	_ rest.TableConvertor       = &NodeStorage{}
-	_ rest.SingularNameProvider = &NodeStorage{}
-)
+// NodeStorage is the REST storage of metrics.k8s.io `nodes` (NodeMetrics, cluster-scoped).
+type NodeStorage = metricsREST[storage.NodePoint]
 
 // NewNodeStorage serves the nodes of lister that have metrics in m. nodeSelector (--node-selector) restricts the
 // nodes served to those scraped, as metrics-server does; nil means all.
 func NewNodeStorage(m MetricsReader, lister NodeLister, nodeSelector labels.Requirements) *NodeStorage {
-	return &NodeStorage{metrics: m, nodes: lister, nodeSelector: nodeSelector, now: metav1.Now, watches: newWatchHub(0)}
+	return newMetricsREST[storage.NodePoint](m, nodeKind{nodes: lister, nodeSelector: nodeSelector})
 }
 
-// New implements rest.Storage.
-func (s *NodeStorage) New() runtime.Object { return &metrics.NodeMetrics{} }
-
-// Destroy implements rest.Storage.
-func (s *NodeStorage) Destroy() {}
-
-// Kind implements rest.KindProvider.
-func (s *NodeStorage) Kind() string { return "NodeMetrics" }
-
-// NamespaceScoped implements rest.Scoper.
-func (s *NodeStorage) NamespaceScoped() bool { return false }
-
-// GetSingularName implements rest.SingularNameProvider.
-func (s *NodeStorage) GetSingularName() string { return "nodemetrics" }
-
-// NewList implements rest.Lister.
-func (s *NodeStorage) NewList() runtime.Object { return &metrics.NodeMetricsList{} }
-
-// List implements rest.Lister: every selected node with servable metrics, sorted by name, read from one snapshot
-// whose generation is the list's resourceVersion; limit and continue page through that snapshot.
-func (s *NodeStorage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
-	if err := unavailable(s.metrics); err != nil {
-		return nil, err
-	}
-	snap, rv, after, err := snapshotFor(s.metrics, opts)
-	if err != nil {
-		return nil, err
-	}
-	var limit int64
-	if opts != nil {
-		limit = opts.Limit
-	}
-	now := s.now().Time
-	if rv != "" && after == "" && limit <= 0 {
-		shared, err := s.lists.get(ctx, rv, selectorKey(opts), changedOf(snap), func() (*sharedNodeList, error) {
-			list, err := s.list(opts, snap, rv)
-			if err != nil {
-				return nil, err
-			}
-			// Observed once per shared list, not per request: under load, 30,000 observations per request of
-			// one histogram cost more CPU than serving the shared bytes.
-			for i := range list.Items {
-				observeFreshness(now, list.Items[i].Timestamp.Time)
-			}
-			return &sharedNodeList{NodeMetricsList: list}, nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		if len(shared.Items) == 0 {
-			// The handler sets an empty list's items in place; an empty list is cheap, so each request gets its own.
-			return &metrics.NodeMetricsList{ListMeta: shared.ListMeta, Items: []metrics.NodeMetrics{}}, nil
-		}
-		return shared, nil
-	}
-	list, err := s.list(opts, snap, rv)
-	if err != nil {
-		return nil, err
-	}
-	list.Items, list.Continue, list.RemainingItemCount, err = paginate(list.Items, nodeKey, after, limit, rv)
-	if err != nil {
-		return nil, err
-	}
-	for i := range list.Items {
-		observeFreshness(now, list.Items[i].Timestamp.Time)
-	}
-	return list, nil
+// nodeKind is the per-kind part of NodeStorage.
+type nodeKind struct {
+	nodes        NodeLister
+	nodeSelector labels.Requirements
 }
 
-func nodeKey(m *metrics.NodeMetrics) (string, string) { return "", m.Name }
+func (nodeKind) info() kindInfo {
+	return kindInfo{
+		resource: nodeResource, kind: "NodeMetrics", singular: "nodemetrics",
+		newItem: func() runtime.Object { return &metrics.NodeMetrics{} },
+		newList: func() runtime.Object { return &metrics.NodeMetricsList{} },
+	}
+}
 
-func (s *NodeStorage) list(opts *metainternalversion.ListOptions, snap points, rv string) (*metrics.NodeMetricsList, error) {
-	sel, err := listSelectors(opts, false)
-	if err != nil {
-		return nil, err
+func (k nodeKind) objects(_ string, sel labels.Selector) ([]object, error) {
+	if len(k.nodeSelector) > 0 {
+		sel = sel.Add(k.nodeSelector...)
 	}
-	labelSel := sel.labels
-	if len(s.nodeSelector) > 0 {
-		labelSel = labelSel.Add(s.nodeSelector...)
-	}
-	nodes, err := s.nodes.List(labelSel)
+	nodes, err := k.nodes.List(sel)
 	if err != nil {
-		klog.ErrorS(err, "Failed listing nodes", "labelSelector", labelSel.String())
+		klog.ErrorS(err, "Failed listing nodes", "labelSelector", sel.String())
 		return nil, apierrors.NewInternalError(fmt.Errorf("listing nodes: %w", err))
 	}
-	now := s.now()
-	list := &metrics.NodeMetricsList{Items: make([]metrics.NodeMetrics, 0, len(nodes))}
-	list.ResourceVersion = rv
-	for _, n := range nodes {
-		if !sel.matchFields("", n.Name) {
-			continue
-		}
-		if m, ok := s.nodeMetrics(snap, rv, n.Name, n.Labels, now); ok {
-			list.Items = append(list.Items, m)
-		}
+	objs := make([]object, len(nodes))
+	for i, n := range nodes {
+		objs[i] = object{name: n.Name, labels: n.Labels}
 	}
-	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
-	return list, nil
+	return objs, nil
 }
 
-// Get implements rest.Getter: the node's metrics, or 404 when the node does not exist or has none yet.
-func (s *NodeStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
-	if err := unavailable(s.metrics); err != nil {
-		return nil, err
-	}
-	node, err := s.nodes.Get(name)
-	if apierrors.IsNotFound(err) || (err == nil && node == nil) {
-		return nil, apierrors.NewNotFound(nodeResource, name)
+func (k nodeKind) object(_, name string) (object, bool, error) {
+	n, err := k.nodes.Get(name)
+	if apierrors.IsNotFound(err) || (err == nil && n == nil) {
+		return object{}, false, nil
 	}
 	if err != nil {
 		klog.ErrorS(err, "Failed getting node", "node", klog.KRef("", name))
-		return nil, apierrors.NewInternalError(fmt.Errorf("getting node %q: %w", name, err))
+		return object{}, false, apierrors.NewInternalError(fmt.Errorf("getting node %q: %w", name, err))
 	}
-	snap, rv := latest(s.metrics)
-	now := s.now()
-	m, ok := s.nodeMetrics(snap, rv, node.Name, node.Labels, now)
-	if !ok {
-		return nil, apierrors.NewNotFound(nodeResource, name)
-	}
-	observeFreshness(now.Time, m.Timestamp.Time)
-	return &m, nil
+	return object{name: n.Name, labels: n.Labels}, true, nil
 }
 
-func (s *NodeStorage) nodeMetrics(snap points, rv, name string, lbls map[string]string, now metav1.Time) (metrics.NodeMetrics, bool) {
-	p, ok := snap.Node(name)
-	if !ok {
-		return metrics.NodeMetrics{}, false
-	}
+func (nodeKind) point(snap points, _, name string) (storage.NodePoint, bool) { return snap.Node(name) }
+
+func (nodeKind) same(a, b *storage.NodePoint) bool {
+	return a.Timestamp.Equal(b.Timestamp) && a.Window == b.Window && a.Usage == b.Usage
+}
+
+func (nodeKind) item(e *entry[storage.NodePoint], rv string, created metav1.Time) runtime.Object {
+	m := nodeMetrics(e, rv, created)
+	return &m
+}
+
+func nodeMetrics(e *entry[storage.NodePoint], rv string, created metav1.Time) metrics.NodeMetrics {
 	return metrics.NodeMetrics{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls, CreationTimestamp: now, ResourceVersion: rv},
-		Timestamp:  metav1.NewTime(p.Timestamp),
-		Window:     metav1.Duration{Duration: p.Window},
-		Usage:      resourceList(p.Usage),
-	}, true
+		ObjectMeta: metav1.ObjectMeta{Name: e.name, Labels: e.labels, CreationTimestamp: created, ResourceVersion: rv},
+		Timestamp:  metav1.NewTime(e.point.Timestamp),
+		Window:     metav1.Duration{Duration: e.point.Window},
+		Usage:      resourceList(e.point.Usage),
+	}
 }
 
-// unavailable turns storage's reason to refuse service into the 503 that `kubectl top` prints.
-func unavailable(m MetricsReader) error {
-	if err := m.Unavailable(); err != nil {
-		return apierrors.NewServiceUnavailable(err.Error())
+func (nodeKind) list(es []entry[storage.NodePoint], rv string, created metav1.Time) runtime.Object {
+	list := &metrics.NodeMetricsList{Items: make([]metrics.NodeMetrics, len(es))}
+	list.ResourceVersion = rv
+	for i := range es {
+		list.Items[i] = nodeMetrics(&es[i], rv, created)
 	}
-	return nil
+	return list
 }
 
-// Watch implements rest.Watcher: ADDED, MODIFIED and DELETED events as collections land (see startWatch).
-func (s *NodeStorage) Watch(ctx context.Context, opts *metainternalversion.ListOptions) (watch.Interface, error) {
-	sel, err := listSelectors(opts, false)
-	if err != nil {
-		return nil, err
+func (nodeKind) shared(list runtime.Object) runtime.Object {
+	return &sharedNodeList{NodeMetricsList: list.(*metrics.NodeMetricsList)}
+}
+
+func (nodeKind) empty(_, name, rv string) runtime.Object {
+	return &metrics.NodeMetrics{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rv}}
+}
+
+func (nodeKind) rows(obj runtime.Object) ([]metav1.TableRow, metav1.ListMeta, bool) {
+	if shared, ok := obj.(*sharedNodeList); ok {
+		obj = shared.NodeMetricsList
 	}
-	return startWatch(ctx, s.watches, s.metrics, watchKind{
-		resource: nodeResource,
-		list: func(snap points, rv string) (map[string]runtime.Object, error) {
-			list, err := s.list(opts, snap, rv)
-			if err != nil {
-				return nil, err
-			}
-			objs := make(map[string]runtime.Object, len(list.Items))
-			for i := range list.Items {
-				objs[list.Items[i].Name] = &list.Items[i]
-			}
-			return objs, nil
-		},
-		gone: func(snap storage.Snapshot) []string {
-			var keys []string
-			snap.Each(func(name string) {
-				if sel.matchFields("", name) {
-					if n, err := s.nodes.Get(name); apierrors.IsNotFound(err) || (err == nil && n == nil) {
-						keys = append(keys, name)
-					}
-				}
-			}, nil)
-			return keys
-		},
-		same: func(a, b runtime.Object) bool {
-			x, y := a.(*metrics.NodeMetrics), b.(*metrics.NodeMetrics)
-			return x.Timestamp.Equal(&y.Timestamp) && x.Window == y.Window && maps.Equal(x.Labels, y.Labels) &&
-				sameUsage(x.Usage, y.Usage)
-		},
-		empty: func(key, rv string) runtime.Object {
-			return &metrics.NodeMetrics{ObjectMeta: metav1.ObjectMeta{Name: key, ResourceVersion: rv}}
-		},
-	}, opts)
+	switch t := obj.(type) {
+	case *metrics.NodeMetrics:
+		return []metav1.TableRow{nodeRow(t)}, metav1.ListMeta{ResourceVersion: t.ResourceVersion}, true
+	case *metrics.NodeMetricsList:
+		rows := make([]metav1.TableRow, len(t.Items))
+		for i := range t.Items {
+			rows[i] = nodeRow(&t.Items[i])
+		}
+		return rows, t.ListMeta, true
+	}
+	return nil, metav1.ListMeta{}, false
+}
+
+func nodeRow(m *metrics.NodeMetrics) metav1.TableRow {
+	return metav1.TableRow{
+		Cells: []any{m.Name, cpuCell(m.Usage[corev1.ResourceCPU]), memoryCell(m.Usage[corev1.ResourceMemory]),
+			m.Window.Duration.String()},
+		Object: runtime.RawExtension{Object: m},
+	}
+}
+
+func (nodeKind) each(snap storage.Snapshot, f func(namespace, name string)) {
+	snap.Each(func(name string) { f("", name) }, nil)
 }

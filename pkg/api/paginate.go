@@ -1,13 +1,17 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	"k8s.io/apimachinery/pkg/runtime"
 	apistorage "k8s.io/apiserver/pkg/storage"
 )
 
@@ -40,36 +44,103 @@ func snapshotFor(m MetricsReader, opts *metainternalversion.ListOptions) (points
 	return snap, strconv.FormatInt(gen, 10), strings.TrimPrefix(after, "/"), nil
 }
 
-// paginate cuts items (sorted by key) to the page after the key `after`, at most limit long (0: no limit), and
-// returns the continue token and how many items remain when there is a next page.
-func paginate[T any](items []T, key func(*T) (namespace, name string), after string, limit int64, rv string) ([]T, string, *int64, error) {
+// smallPage is the largest page built without a slot of buildLimit, and the largest shared.
+const smallPage = 500
+
+// page answers the page of b after the key `after`, at most limit long (0: no limit), from b's sorted entries: only
+// the page's own items are built, so paging through N objects costs about one list, not N/limit lists. Clients
+// paging through one collection together share each page, built and encoded once (see build.sharedPage).
+func (s *metricsREST[P]) page(ctx context.Context, b *build[P], after string, limit int64) (runtime.Object, error) {
+	start := 0
 	if after != "" {
-		ans, aname, namespaced := strings.Cut(after, "/")
-		if !namespaced {
-			ans, aname = "", after
+		var a object
+		if ns, name, namespaced := strings.Cut(after, "/"); namespaced {
+			a = object{namespace: ns, name: name}
+		} else {
+			a = object{name: after}
 		}
-		start := sort.Search(len(items), func(i int) bool {
-			ns, name := key(&items[i])
-			return ns > ans || (ns == ans && name > aname)
-		})
-		items = items[start:]
+		start = sort.Search(len(b.entries), func(i int) bool { return a.less(&b.entries[i].object) })
 	}
-	if limit <= 0 || int64(len(items)) <= limit {
-		return items, "", nil, nil
+	end := len(b.entries)
+	if limit > 0 && int64(end-start) > limit {
+		end = start + int(limit)
 	}
-	gen, err := strconv.ParseInt(rv, 10, 64)
+	switch {
+	case end-start > smallPage:
+		release, err := s.limit.acquire(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+		return s.cut(b, start, end)
+	case end == start || b.kept == nil: // an empty page is the handler's to fill in; storage without snapshots
+		return s.cut(b, start, end)
+	}
+	return b.sharedPage(start, end, func() (runtime.Object, error) {
+		list, err := s.cut(b, start, end)
+		if err != nil {
+			return nil, err
+		}
+		return s.kind.shared(list), nil
+	})
+}
+
+// cut builds the list of b's entries [start, end) with the continue token of the rest.
+func (s *metricsREST[P]) cut(b *build[P], start, end int) (runtime.Object, error) {
+	es := b.entries[start:end]
+	var token string
+	var remaining *int64
+	if end < len(b.entries) {
+		gen, err := strconv.ParseInt(b.rv, 10, 64)
+		if err != nil {
+			return nil, apierrors.NewBadRequest("limit is not supported by this storage")
+		}
+		if token, err = apistorage.EncodeContinue("/"+es[len(es)-1].key(), "/", gen); err != nil {
+			return nil, apierrors.NewInternalError(fmt.Errorf("encoding the continue token: %w", err))
+		}
+		n := int64(len(b.entries) - end)
+		remaining = &n
+	}
+	list := s.kind.list(es, b.rv, b.created)
+	lm, err := meta.ListAccessor(list)
 	if err != nil {
-		return nil, "", nil, apierrors.NewBadRequest("limit is not supported by this storage")
+		return nil, apierrors.NewInternalError(err)
 	}
-	ns, name := key(&items[limit-1])
-	last := name
-	if ns != "" {
-		last = ns + "/" + name
+	lm.SetContinue(token)
+	lm.SetRemainingItemCount(remaining)
+	return list, nil
+}
+
+// shared is one object shared between requests, made by the first.
+type shared struct {
+	once sync.Once
+	obj  runtime.Object
+	err  error
+}
+
+// sharedPage returns the page of entries [start, end), made by make for the first request that asks.
+func (b *build[P]) sharedPage(start, end int, make func() (runtime.Object, error)) (runtime.Object, error) {
+	key := [2]int{start, end}
+	b.pagesMu.Lock()
+	p := b.pages[key]
+	if p == nil && !b.old {
+		if b.pages == nil {
+			b.pages = map[[2]int]*shared{}
+		}
+		for b.pageItems+end-start > maxSharedPageItems && len(b.order) > 0 {
+			delete(b.pages, b.order[0])
+			b.pageItems -= b.order[0][1] - b.order[0][0]
+			b.order = b.order[1:]
+		}
+		p = &shared{}
+		b.pages[key] = p
+		b.order = append(b.order, key)
+		b.pageItems += end - start
 	}
-	token, err := apistorage.EncodeContinue("/"+last, "/", gen)
-	if err != nil {
-		return nil, "", nil, apierrors.NewInternalError(fmt.Errorf("encoding the continue token: %w", err))
+	b.pagesMu.Unlock()
+	if p == nil {
+		return make()
 	}
-	remaining := int64(len(items)) - limit
-	return items[:limit], token, &remaining, nil
+	p.once.Do(func() { p.obj, p.err = make() })
+	return p.obj, p.err
 }

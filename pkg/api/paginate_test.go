@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
-	"k8s.io/metrics/pkg/apis/metrics"
 
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
@@ -31,7 +30,7 @@ func TestPagesComeFromOneCollection(t *testing.T) {
 		if err != nil {
 			t.Fatalf("page %d: %v", page, err)
 		}
-		list := obj.(*metrics.PodMetricsList)
+		list := podList(t, obj)
 		for _, p := range list.Items {
 			got = append(got, p.Namespace+"/"+p.Name)
 			cpu := p.Containers[0].Usage[corev1.ResourceCPU]
@@ -60,7 +59,7 @@ func TestPagesComeFromOneCollection(t *testing.T) {
 	for i := 0; i < storage.RetainedViews; i++ {
 		c.cycle(nil, map[string]float64{"a/y": 1})
 	}
-	_, err = s.List(ctx, &metainternalversion.ListOptions{Limit: 1, Continue: first.(*metrics.PodMetricsList).Continue})
+	_, err = s.List(ctx, &metainternalversion.ListOptions{Limit: 1, Continue: podList(t, first).Continue})
 	if !apierrors.IsResourceExpired(err) {
 		t.Errorf("a continue token older than the retained collections: %v, want 410 Gone", err)
 	}

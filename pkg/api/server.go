@@ -123,6 +123,10 @@ type Deps struct {
 	Now func() time.Time
 	// MaxWatches bounds the watches open at once (default DefaultMaxWatches).
 	MaxWatches int
+	// MaxWatchesPerUser bounds one user's watches open at once; 0 means no per-user bound.
+	MaxWatchesPerUser int
+	// MaxBuilds bounds the lists, pages and watch events built at once (default twice GOMAXPROCS).
+	MaxBuilds int
 }
 
 // NewServer completes cfg and returns a GenericAPIServer serving metrics.k8s.io/v1beta1 with the /readyz and
@@ -136,8 +140,9 @@ func NewServer(cfg *genericapiserver.Config, d Deps) (*genericapiserver.GenericA
 	}
 	nodes, pods := NewNodeStorage(d.Metrics, d.Nodes, d.NodeSelector), NewPodStorage(d.Metrics, d.Pods)
 	// One bound for both resources; shutdown ends every watch at once instead of waiting for their timeouts.
-	hub := newWatchHub(d.MaxWatches)
+	hub, limit := newWatchHub(d.MaxWatches, d.MaxWatchesPerUser), newBuildLimit(d.MaxBuilds)
 	nodes.watches, pods.watches = hub, hub
+	nodes.limit, pods.limit = limit, limit
 	if err := s.AddPreShutdownHook("metrics-ring-end-watches", hub.shutdown); err != nil {
 		return nil, fmt.Errorf("adding the watch shutdown hook: %w", err)
 	}

@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/metrics/pkg/apis/metrics"
 )
 
 // columns are the same for both kinds, so `kubectl get nodemetrics` and `kubectl get podmetrics` read alike.
@@ -20,67 +17,13 @@ var columns = []metav1.TableColumnDefinition{
 }
 
 // ConvertToTable implements rest.TableConvertor.
-func (s *NodeStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
-	table := &metav1.Table{ColumnDefinitions: columns}
-	if shared, ok := obj.(*sharedNodeList); ok {
-		obj = shared.NodeMetricsList
+func (s *metricsREST[P]) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
+	if item, ok := obj.(*watchItem[P]); ok { // a watch event's object, for `kubectl get -w`
+		obj = item.GetObject()
 	}
-	switch t := obj.(type) {
-	case *metrics.NodeMetrics:
-		table.ResourceVersion = t.ResourceVersion
-		table.Rows = []metav1.TableRow{nodeRow(t)}
-	case *metrics.NodeMetricsList:
-		table.ResourceVersion = t.ResourceVersion
-		table.Continue = t.Continue
-		table.Rows = make([]metav1.TableRow, len(t.Items))
-		for i := range t.Items {
-			table.Rows[i] = nodeRow(&t.Items[i])
-		}
-	default:
-		return nil, fmt.Errorf("cannot convert %T to a NodeMetrics table", obj)
+	rows, lm, ok := s.kind.rows(obj)
+	if !ok {
+		return nil, fmt.Errorf("cannot convert %T to a %s table", obj, s.info.kind)
 	}
-	return table, nil
-}
-
-// ConvertToTable implements rest.TableConvertor; a pod's usage is the sum over its containers.
-func (s *PodStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
-	table := &metav1.Table{ColumnDefinitions: columns}
-	if shared, ok := obj.(*sharedPodList); ok {
-		obj = shared.PodMetricsList
-	}
-	switch t := obj.(type) {
-	case *metrics.PodMetrics:
-		table.ResourceVersion = t.ResourceVersion
-		table.Rows = []metav1.TableRow{podRow(t)}
-	case *metrics.PodMetricsList:
-		table.ResourceVersion = t.ResourceVersion
-		table.Continue = t.Continue
-		table.Rows = make([]metav1.TableRow, len(t.Items))
-		for i := range t.Items {
-			table.Rows[i] = podRow(&t.Items[i])
-		}
-	default:
-		return nil, fmt.Errorf("cannot convert %T to a PodMetrics table", obj)
-	}
-	return table, nil
-}
-
-func nodeRow(m *metrics.NodeMetrics) metav1.TableRow {
-	return metav1.TableRow{
-		Cells: []any{m.Name, cpuCell(m.Usage[corev1.ResourceCPU]), memoryCell(m.Usage[corev1.ResourceMemory]),
-			m.Window.Duration.String()},
-		Object: runtime.RawExtension{Object: m},
-	}
-}
-
-func podRow(m *metrics.PodMetrics) metav1.TableRow {
-	var cpu, mem resource.Quantity
-	for _, c := range m.Containers {
-		cpu.Add(c.Usage[corev1.ResourceCPU])
-		mem.Add(c.Usage[corev1.ResourceMemory])
-	}
-	return metav1.TableRow{
-		Cells:  []any{m.Name, cpuCell(cpu), memoryCell(mem), m.Window.Duration.String()},
-		Object: runtime.RawExtension{Object: m},
-	}
+	return &metav1.Table{ColumnDefinitions: columns, ListMeta: metav1.ListMeta{ResourceVersion: lm.ResourceVersion, Continue: lm.Continue}, Rows: rows}, nil
 }

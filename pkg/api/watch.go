@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"strconv"
 	"sync"
 
@@ -10,92 +11,116 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
-// watchKind is what one resource (nodes or pods) gives the watch loop, which is shared by both.
-type watchKind struct {
-	resource schema.GroupResource
-	// list returns the objects of snap the watch selects, keyed by namespace/name, each stamped with rv.
-	list func(snap points, rv string) (map[string]runtime.Object, error)
-	// gone returns the keys of snap, within the watch's namespace and field selector, whose objects no longer
-	// exist (deleted, or a pod no longer Running). A watch resuming from snap must still tell its client that they
-	// left, though the informers that would give their labels have forgotten them.
-	gone func(snap storage.Snapshot) []string
-	// same reports whether two versions of an object carry the same metrics and labels.
-	same func(a, b runtime.Object) bool
-	// empty returns an object with only a key and a resourceVersion: bookmarks, and deletions known by key alone.
-	empty func(key, rv string) runtime.Object
-}
+// maxWatchLag is how many collections' batches a watcher may have queued. One further behind could not resume from
+// where it is anyway (storage keeps storage.RetainedViews snapshots), so it is ended with 410 Gone and its client
+// lists again: a slow client never blocks the others nor holds more than this many batches.
+const maxWatchLag = storage.RetainedViews
 
-// startWatch validates a watch request and starts the goroutine that follows storage's snapshots for it.
+// resultBuffer lets the apiserver's watch handler write several events before it flushes.
+const resultBuffer = 128
+
+// startWatch validates a watch request, takes its slot, and joins the feed of its selection.
 //
 // resourceVersion is a snapshot's generation. "" and "0" start with ADDED events for every selected object, as
 // Kubernetes does; a retained generation resumes from what that snapshot held; anything else (older than the
 // retained snapshots, or from another replica or an earlier run of this one) is 410 Gone, so the client lists again.
-func startWatch(ctx context.Context, hub *watchHub, m MetricsReader, kind watchKind, opts *metainternalversion.ListOptions) (watch.Interface, error) {
-	v, ok := m.(Versioned)
-	if !ok {
-		return nil, apierrors.NewMethodNotSupported(kind.resource, "watch")
+// The watch limits are checked before any build is made for the request.
+func (s *metricsREST[P]) startWatch(ctx context.Context, opts *metainternalversion.ListOptions) (watch.Interface, error) {
+	v := versioned(s.metrics)
+	if v == nil {
+		return nil, apierrors.NewMethodNotSupported(s.info.resource, "watch")
 	}
-	if err := unavailable(m); err != nil {
+	if err := unavailable(s.metrics); err != nil {
 		return nil, err
 	}
+	sel, err := listSelectors(opts, s.info.namespaced)
+	if err != nil {
+		return nil, err
+	}
+	if opts == nil {
+		opts = &metainternalversion.ListOptions{}
+	}
 	initial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
-	prev := map[string]runtime.Object{}
-	switch rv := opts.ResourceVersion; {
-	case rv == "" || rv == "0" || initial:
-		if _, err := kind.list(v.Latest(), ""); err != nil { // selectors fail before the response turns into a stream
-			return nil, err
-		}
-	default:
+	var from storage.Snapshot // nil: start with ADDED for everything
+	if rv := opts.ResourceVersion; rv != "" && rv != "0" && !initial {
 		gen, err := strconv.ParseUint(rv, 10, 64)
 		if err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("resourceVersion %q: not a resourceVersion of this API", rv))
 		}
-		snap, ok := v.At(gen)
-		if !ok {
+		var ok bool
+		if from, ok = v.At(gen); !ok {
 			return nil, apierrors.NewResourceExpired(fmt.Sprintf(
 				"too old resource version: %d (the newest is %d; %d collections are retained)",
 				gen, v.Latest().Generation(), storage.RetainedViews))
 		}
-		if prev, err = kind.list(snap, rv); err != nil {
-			return nil, err
-		}
-		for _, key := range kind.gone(snap) {
-			if _, ok := prev[key]; !ok {
-				prev[key] = nil
-			}
-		}
 	}
-	if err := hub.acquire(); err != nil {
+	user := userOf(ctx)
+	if err := s.watches.acquire(user); err != nil {
 		return nil, err
 	}
-	w := &metricsWatch{
-		ctx: ctx, hub: hub, metrics: m, versioned: v, kind: kind,
+	w := &watcher[P]{
+		res: s, ctx: ctx, user: user,
 		bookmarks: opts.AllowWatchBookmarks, initialEnd: initial && opts.AllowWatchBookmarks,
-		result: make(chan watch.Event), done: make(chan struct{}),
+		wake: make(chan struct{}, 1), result: make(chan watch.Event, resultBuffer), done: make(chan struct{}),
 	}
-	go w.run(prev)
+	started := false
+	defer func() { // also when building panics
+		if !started {
+			if w.feed != nil {
+				w.feed.remove(w)
+			}
+			s.watches.release(user)
+		}
+	}()
+	which := s.selection(ctx, sel)
+	f, start, err := s.feeds.join(ctx, w, which)
+	if err != nil {
+		return nil, err
+	}
+	w.feed, w.start = f, start
+	switch {
+	case from == nil:
+		_, w.initial = start.watchItems()
+	case from.Generation() >= start.generation:
+		// The client is ahead of the feed, which has yet to take in the newest collection: nothing to send until
+		// the feed gets past where the client is.
+		w.initial, w.skipThrough = &batch{rv: rv(from), gen: from.Generation()}, from.Generation()
+	default:
+		prev, err := s.builds.get(ctx, from, rv(from), which)
+		if err != nil {
+			return nil, err
+		}
+		w.initial = diff(prev.entries, start, s.gone(from, which))
+	}
+	started = true
+	go w.run()
 	return w, nil
 }
 
-// metricsWatch is one watch: a goroutine that, for every new snapshot, lists what the watch selects and sends the
-// difference from the previous list. It holds at most two lists and sends while the client reads, so a slow client
-// slows only its own watch and never makes it queue events.
-type metricsWatch struct {
+// watcher is one watch: a goroutine that sends its initial events, then the batches its feed queues, while the
+// client reads. The batches are shared with every watcher of the selection.
+type watcher[P any] struct {
+	res        *metricsREST[P]
 	ctx        context.Context
-	hub        *watchHub
-	metrics    MetricsReader
-	versioned  Versioned
-	kind       watchKind
+	user       string
+	feed       *watchFeed[P]
+	start      *build[P]
+	initial    *batch
 	bookmarks  bool
 	initialEnd bool // send the bookmark that ends the initial events (sendInitialEvents=true)
+	// skipThrough is the generation the client already has when it resumed ahead of the feed.
+	skipThrough uint64
+
+	mu       sync.Mutex
+	queue    []*batch
+	fellBack bool
+	wake     chan struct{}
 
 	result   chan watch.Event
 	done     chan struct{}
@@ -103,112 +128,115 @@ type metricsWatch struct {
 }
 
 // ResultChan implements watch.Interface.
-func (w *metricsWatch) ResultChan() <-chan watch.Event { return w.result }
+func (w *watcher[P]) ResultChan() <-chan watch.Event { return w.result }
 
 // Stop implements watch.Interface.
-func (w *metricsWatch) Stop() { w.stopOnce.Do(func() { close(w.done) }) }
+func (w *watcher[P]) Stop() { w.stopOnce.Do(func() { close(w.done) }) }
 
-func (w *metricsWatch) run(prev map[string]runtime.Object) {
+// push queues a batch; called by the feed, which never waits for a watcher.
+func (w *watcher[P]) push(bt *batch) {
+	w.mu.Lock()
+	switch {
+	case w.fellBack:
+	case len(w.queue) >= maxWatchLag && bt.end == nil:
+		w.fellBack, w.queue = true, nil
+		watchesFellBehind.Inc()
+	default:
+		w.queue = append(w.queue, bt)
+	}
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *watcher[P]) run() {
 	// Deferred in this order so the slot is free by the time the client sees the channel close.
 	defer close(w.result)
-	defer w.hub.release()
-	// The first round compares the starting snapshot's list with the newest snapshot: ADDED events for everything
-	// when starting fresh, what changed since when resuming.
-	snap := w.versioned.Latest()
+	defer w.res.watches.release(w.user)
+	defer w.feed.remove(w)
+	defer func() {
+		if r := recover(); r != nil {
+			watchPanics.Inc()
+			err := fmt.Errorf("watch panicked: %v", r)
+			klog.ErrorS(err, "Ending a watch", "resource", w.res.info.resource.String(), "stack", string(debug.Stack()))
+			w.send(watch.Event{Type: watch.Error, Object: statusOf(apierrors.NewInternalError(err))})
+		}
+	}()
+	if !w.sendBatch(w.initial, !w.initialEnd) {
+		return
+	}
+	if w.initialEnd {
+		b := w.res.kind.empty("", "", w.start.rv)
+		if a, err := meta.Accessor(b); err == nil {
+			a.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+		}
+		if !w.send(watch.Event{Type: watch.Bookmark, Object: b}) {
+			return
+		}
+	}
 	for {
-		rv := strconv.FormatUint(snap.Generation(), 10)
-		cur, err := w.kind.list(snap, rv)
-		if err != nil {
-			klog.ErrorS(err, "Ending a watch: listing failed", "resource", w.kind.resource.String())
-			w.send(watch.Event{Type: watch.Error, Object: statusOf(err)})
-			return
-		}
-		sent, ok := w.sendDiff(prev, cur, rv)
-		if !ok {
-			return
-		}
-		if w.initialEnd {
-			w.initialEnd = false
-			b := w.kind.empty("", rv)
-			if a, err := meta.Accessor(b); err == nil {
-				a.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
-			}
-			if !w.send(watch.Event{Type: watch.Bookmark, Object: b}) {
-				return
-			}
-		} else if sent == 0 && w.bookmarks && !w.send(watch.Event{Type: watch.Bookmark, Object: w.kind.empty("", rv)}) {
-			return
-		}
-		prev = cur
 		select {
-		case <-snap.Changed():
+		case <-w.wake:
 		case <-w.done:
 			return
 		case <-w.ctx.Done():
 			return
-		case <-w.hub.stopping:
+		case <-w.res.watches.stopping:
 			return
 		}
-		snap = w.versioned.Latest()
-		// A source that has failed for longer than --stale-after ends the watch with the 503 a list would get,
-		// rather than a silent DELETED for every object.
-		if err := unavailable(w.metrics); err != nil {
-			w.send(watch.Event{Type: watch.Error, Object: statusOf(err)})
+		w.mu.Lock()
+		queue, fellBack := w.queue, w.fellBack
+		w.queue = nil
+		w.mu.Unlock()
+		if fellBack {
+			w.send(watch.Event{Type: watch.Error, Object: statusOf(apierrors.NewResourceExpired(fmt.Sprintf(
+				"the watch fell more than %d collections behind: list again", maxWatchLag)))})
 			return
+		}
+		for _, bt := range queue {
+			if bt.end == nil && bt.gen <= w.skipThrough {
+				continue
+			}
+			if !w.sendBatch(bt, true) {
+				return
+			}
 		}
 	}
 }
 
-// sendDiff sends ADDED, MODIFIED and DELETED events that turn prev into cur. A nil object in prev is one known by
-// key only (see watchKind.gone).
-func (w *metricsWatch) sendDiff(prev, cur map[string]runtime.Object, rv string) (int, bool) {
-	sent := 0
-	for key, obj := range cur {
-		old, had := prev[key]
-		switch {
-		case !had:
-			if !w.send(watch.Event{Type: watch.Added, Object: obj}) {
-				return sent, false
-			}
-		case old == nil || !w.kind.same(old, obj):
-			if !w.send(watch.Event{Type: watch.Modified, Object: obj}) {
-				return sent, false
-			}
-		default:
-			continue
-		}
-		sent++
+// sendBatch sends a batch's events, or its bookmark when it has none and bookmark is true; false ends the watch.
+func (w *watcher[P]) sendBatch(bt *batch, bookmark bool) bool {
+	if bt.end != nil {
+		st := *bt.end // each its own: encoding sets an unversioned object's kind
+		w.send(watch.Event{Type: watch.Error, Object: &st})
+		return false
 	}
-	for key, old := range prev {
-		if _, ok := cur[key]; ok {
-			continue
+	for _, ev := range bt.events {
+		if !w.send(ev) {
+			return false
 		}
-		var obj runtime.Object
-		if old == nil {
-			obj = w.kind.empty(key, rv)
-		} else {
-			// A copy: the previous event may still be being encoded.
-			obj = old.DeepCopyObject()
-			if a, err := meta.Accessor(obj); err == nil {
-				a.SetResourceVersion(rv)
-			}
-		}
-		if !w.send(watch.Event{Type: watch.Deleted, Object: obj}) {
-			return sent, false
-		}
-		sent++
 	}
-	return sent, true
+	if len(bt.events) == 0 && bookmark && w.bookmarks {
+		return w.send(watch.Event{Type: watch.Bookmark, Object: w.res.kind.empty("", "", bt.rv)})
+	}
+	return true
 }
 
 // send delivers ev unless the watch ends first.
-func (w *metricsWatch) send(ev watch.Event) bool {
+func (w *watcher[P]) send(ev watch.Event) bool {
+	select { // while the handler keeps up, a plain send: a collection is tens of thousands of events per watcher
+	case w.result <- ev:
+		return true
+	default:
+	}
 	select {
 	case w.result <- ev:
 		return true
 	case <-w.done:
 	case <-w.ctx.Done():
-	case <-w.hub.stopping:
+	case <-w.res.watches.stopping:
 	}
 	return false
 }

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -79,13 +80,17 @@ func (c *cluster) addNode(name string, lbls map[string]string) { _ = c.nodes.Add
 func (c *cluster) addPod(ns, name string)                      { _ = c.pods.Add(podMeta(ns, name, nil)) }
 
 // next returns the watch's next event, failing the test when none comes in a generous bound (the events are due
-// immediately; the bound only keeps a broken watch from hanging the test).
+// immediately; the bound only keeps a broken watch from hanging the test). A shared event object is unwrapped into
+// the object its encodings are made from.
 func next(t *testing.T, w watch.Interface) watch.Event {
 	t.Helper()
 	select {
 	case ev, ok := <-w.ResultChan():
 		if !ok {
 			t.Fatal("watch closed")
+		}
+		if co, ok := ev.Object.(runtime.CacheableObject); ok {
+			ev.Object = co.GetObject()
 		}
 		return ev
 	case <-time.After(10 * time.Second):
@@ -252,7 +257,7 @@ func TestWatchBookmarksUnavailableAndLimits(t *testing.T) {
 	c.addNode("node-a", nil)
 	c.cycle(map[string]float64{"node-a": 0.5}, nil)
 	s := c.nodeStorage()
-	s.watches = newWatchHub(2)
+	s.watches = newWatchHub(2, 0)
 	w, err := s.Watch(context.Background(), &metainternalversion.ListOptions{AllowWatchBookmarks: true})
 	if err != nil {
 		t.Fatal(err)

@@ -1,52 +1,78 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 )
 
-// DefaultMaxWatches bounds concurrent watches (--max-watches). Each holds a goroutine and up to two lists of what
-// it selects; beyond the bound a client gets 429 and retries, rather than the server running out of memory.
-const DefaultMaxWatches = 1000
+const (
+	// DefaultMaxWatches bounds concurrent watches (--max-watches). Watches of one selection share their events, so
+	// each costs a goroutine and a queue of shared batches; the bound keeps a flood of them from taking the server.
+	DefaultMaxWatches = 1000
+	// DefaultMaxWatchesPerUser bounds one user's concurrent watches (--max-watches-per-user), so that anyone with
+	// `view` on a namespace cannot take every watch slot.
+	DefaultMaxWatchesPerUser = 100
+)
 
-// watchHub counts the server's watches, refuses those beyond the bound, and ends them all on shutdown.
+// watchHub counts the server's watches, in total and per user, refuses those beyond the bounds before any work is
+// done for them, and ends them all on shutdown.
 type watchHub struct {
-	max int
+	max, perUser int // perUser 0: no per-user bound
 
 	mu       sync.Mutex
 	active   int
+	byUser   map[string]int
 	closed   bool
 	stopping chan struct{} // closed by shutdown
 }
 
-func newWatchHub(max int) *watchHub {
+// newWatchHub bounds watches to max in total (0: DefaultMaxWatches) and perUser per user (0: unbounded).
+func newWatchHub(max, perUser int) *watchHub {
 	if max <= 0 {
 		max = DefaultMaxWatches
 	}
-	return &watchHub{max: max, stopping: make(chan struct{})}
+	return &watchHub{max: max, perUser: perUser, byUser: map[string]int{}, stopping: make(chan struct{})}
 }
 
-func (h *watchHub) acquire() error {
+// userOf names the request's user for the per-user bound; "" when the request carries none.
+func userOf(ctx context.Context) string {
+	if u, ok := genericapirequest.UserFrom(ctx); ok && u != nil {
+		return u.GetName()
+	}
+	return ""
+}
+
+func (h *watchHub) acquire(user string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
 	case h.closed:
 		return apierrors.NewServiceUnavailable("the server is shutting down")
 	case h.active >= h.max:
-		watchesRejected.Inc()
+		watchesRejected.WithLabelValues("total").Inc()
 		return apierrors.NewTooManyRequests(fmt.Sprintf("too many watches: %d are open, the limit (--max-watches)", h.active), 1)
+	case h.perUser > 0 && h.byUser[user] >= h.perUser:
+		watchesRejected.WithLabelValues("user").Inc()
+		return apierrors.NewTooManyRequests(fmt.Sprintf(
+			"too many watches: user %q has %d open, the limit (--max-watches-per-user)", user, h.byUser[user]), 1)
 	}
 	h.active++
+	h.byUser[user]++
 	watchesActive.Set(float64(h.active))
 	return nil
 }
 
-func (h *watchHub) release() {
+func (h *watchHub) release(user string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.active--
+	if h.byUser[user]--; h.byUser[user] <= 0 {
+		delete(h.byUser, user)
+	}
 	watchesActive.Set(float64(h.active))
 }
 

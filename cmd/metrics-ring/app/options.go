@@ -38,25 +38,27 @@ type Options struct {
 	ShowVersion      bool
 
 	// metrics-ring's own.
-	Source     string
-	History    int
-	Window     time.Duration // 0: one resolution
-	StaleAfter time.Duration // 0: three resolutions
-	MaxWatches int
+	Source            string
+	History           int
+	Window            time.Duration // 0: one resolution
+	StaleAfter        time.Duration // 0: three resolutions
+	MaxWatches        int
+	MaxWatchesPerUser int
 }
 
 // NewOptions returns the defaults of DESIGN.md section 2.
 func NewOptions() *Options {
 	return &Options{
-		Server:           api.NewServerOptions(),
-		Kubelet:          NewKubeletOptions(),
-		Prometheus:       NewPrometheusOptions(),
-		Logging:          logs.NewOptions(),
-		Metrics:          metrics.NewOptions(),
-		MetricResolution: scraper.DefaultResolution,
-		Source:           SourceKubelet,
-		History:          16,
-		MaxWatches:       api.DefaultMaxWatches,
+		Server:            api.NewServerOptions(),
+		Kubelet:           NewKubeletOptions(),
+		Prometheus:        NewPrometheusOptions(),
+		Logging:           logs.NewOptions(),
+		Metrics:           metrics.NewOptions(),
+		MetricResolution:  scraper.DefaultResolution,
+		Source:            SourceKubelet,
+		History:           16,
+		MaxWatches:        api.DefaultMaxWatches,
+		MaxWatchesPerUser: api.DefaultMaxWatchesPerUser,
 	}
 }
 
@@ -75,6 +77,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	ours.DurationVar(&o.StaleAfter, "stale-after", o.StaleAfter, "Age after which a node's or pod's last value is no longer served, and after which no successful collection means 503 (default: three --metric-resolution).")
 
 	ours.IntVar(&o.MaxWatches, "max-watches", o.MaxWatches, "Watches on NodeMetrics and PodMetrics open at once; beyond it a watch gets 429 Too Many Requests.")
+	ours.IntVar(&o.MaxWatchesPerUser, "max-watches-per-user", o.MaxWatchesPerUser, "Watches one user may have open at once (0: no per-user limit); beyond it a watch gets 429 Too Many Requests.")
 
 	o.Server.AddFlags(&fss)
 	o.Kubelet.AddFlags(fss.FlagSet("kubelet client"))
@@ -124,6 +127,9 @@ func (o *Options) Validate() []error {
 	}
 	if o.MaxWatches < 1 {
 		errs = append(errs, fmt.Errorf("--max-watches=%d must be at least 1", o.MaxWatches))
+	}
+	if o.MaxWatchesPerUser < 0 {
+		errs = append(errs, fmt.Errorf("--max-watches-per-user=%d must be 0 (no per-user limit) or more", o.MaxWatchesPerUser))
 	}
 	if o.StaleAfter < 0 {
 		errs = append(errs, fmt.Errorf("--stale-after=%v must be positive", o.StaleAfter))

@@ -119,7 +119,7 @@ func TestDefaults(t *testing.T) {
 	if o.MetricResolution != 15*time.Second || o.Window != 15*time.Second || o.StaleAfter != 45*time.Second ||
 		o.History != 16 || o.Source != "kubelet" || o.Kubelet.Port != 10250 || o.Kubelet.RequestTimeout != 10*time.Second ||
 		strings.Join(o.Kubelet.PreferredAddressTypes, ",") != "InternalIP,ExternalIP,Hostname" ||
-		o.Server.SecureServing.BindPort != 443 {
+		o.Server.SecureServing.BindPort != 443 || o.MaxWatches != 1000 || o.MaxWatchesPerUser != 100 {
 		t.Errorf("defaults: %+v %+v", o, o.Kubelet)
 	}
 }
@@ -145,6 +145,13 @@ func TestFlags(t *testing.T) {
 					t.Errorf("history %d window %v stale %v", o.History, o.Window, o.StaleAfter)
 				}
 			}},
+		{name: "watch limits", args: []string{"--max-watches=50", "--max-watches-per-user=0"},
+			check: func(t *testing.T, o *Options) {
+				if o.MaxWatches != 50 || o.MaxWatchesPerUser != 0 {
+					t.Errorf("max watches %d, per user %d", o.MaxWatches, o.MaxWatchesPerUser)
+				}
+			}},
+		{name: "negative per-user watch limit", args: []string{"--max-watches-per-user=-1"}, wantErr: "--max-watches-per-user=-1"},
 		{name: "prometheus needs a URL", args: []string{"--source=prometheus"}, wantErr: "--source=prometheus needs --prometheus-url"},
 		{name: "prometheus header without value", args: []string{"--source=prometheus", "--prometheus-url=http://127.0.0.1:9090",
 			"--prometheus-header=X-Scope-OrgID"}, wantErr: `--prometheus-header "X-Scope-OrgID": want Name=value`},

@@ -108,15 +108,16 @@ func Wire(o *Options, client kubernetes.Interface, metaClient metadata.Interface
 	}
 	synced := []cache.InformerSynced{nodeInformer.HasSynced, podInformer.HasSynced}
 	srv, err := api.NewServer(cfg, api.Deps{
-		Metrics:         store,
-		Health:          store,
-		Nodes:           nodes.Lister(),
-		Pods:            pods.Lister(),
-		NodeSelector:    requirements(so),
-		InformersSynced: func() bool { return nodeInformer.HasSynced() && podInformer.HasSynced() },
-		Resolution:      o.MetricResolution,
-		Timeout:         timeout,
-		MaxWatches:      o.MaxWatches,
+		Metrics:           store,
+		Health:            store,
+		Nodes:             nodes.Lister(),
+		Pods:              pods.Lister(),
+		NodeSelector:      requirements(so),
+		InformersSynced:   func() bool { return nodeInformer.HasSynced() && podInformer.HasSynced() },
+		Resolution:        o.MetricResolution,
+		Timeout:           timeout,
+		MaxWatches:        o.MaxWatches,
+		MaxWatchesPerUser: o.MaxWatchesPerUser,
 	})
 	if err != nil {
 		return nil, err

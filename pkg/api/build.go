@@ -1,0 +1,273 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/metrics-ring/metrics-ring/pkg/storage"
+)
+
+// Readers share work per snapshot (DESIGN.md section 3, "Readers' cost"): every list, page and watch of one
+// snapshot with the same namespace and selectors shares one build. A build is the selection's sorted entries (the
+// key index: a few words per object), from which a list builds every item once and encodes it once per wire
+// format, a page builds only its own items, and watches build their events' objects once, encoded once per format
+// and written to every watcher. Which objects exist is as the informers saw them when the build was made.
+
+const (
+	// maxBuildsPerGen bounds the selections whose builds are kept per snapshot: HPAs ask for their own namespace and
+	// selector once per sync, so there may be many; beyond it a request's build is its own (still bounded by
+	// buildLimit).
+	maxBuildsPerGen = 256
+	// maxSharedLists bounds the full lists kept built per snapshot: a list of every pod is tens of megabytes until
+	// the next collection lands. What repeats within one collection is a handful of wide lists.
+	maxSharedLists = 8
+	// maxSharedPageItems bounds the items of the pages of a build kept for clients paging through it together
+	// (the newest pages): a few megabytes, and clients paging in step share every page.
+	maxSharedPageItems = 4096
+)
+
+// selection is what a build is shared by: a namespace ("" for all, or a cluster-scoped kind) and selectors.
+type scope struct {
+	namespace string
+	selectors
+}
+
+func (s scope) key() string {
+	var l, f string
+	if s.labels != nil {
+		l = s.labels.String()
+	}
+	if s.fields != nil {
+		f = s.fields.String()
+	}
+	return s.namespace + "\x00" + l + "\x00" + f
+}
+
+// build is one selection of one snapshot. entries is set before done is closed and never changes after.
+type build[P any] struct {
+	res        *metricsREST[P]
+	rv         string // "" for storage without snapshots
+	generation uint64 // rv as a number
+	created    metav1.Time
+	entries    []entry[P] // sorted by (namespace,) name
+	done       chan struct{}
+	err        error
+	kept       *genBuilds[P] // nil when the build is this request's alone
+
+	fullMu sync.Mutex
+	full   runtime.Object // the shared list, once built, until the next collection lands
+
+	// events are the entries as watch events carry them, made for the first watch that needs them; like full,
+	// let go once a newer collection lands (feeds and queued batches keep what they still send).
+	eventsMu sync.Mutex
+	events   *buildEvents[P]
+
+	pagesMu   sync.Mutex
+	pages     map[[2]int]*shared // by [start, end) of entries
+	order     [][2]int           // pages, oldest first
+	pageItems int                // in pages
+	old       bool               // a newer collection landed: pages are no longer kept
+}
+
+type buildEvents[P any] struct {
+	items []*watchItem[P]
+	added *batch // ADDED for every entry: the initial events of a watch starting here
+}
+
+// fullList returns the list of every entry, shared by the requests of this build, built and encoded once.
+func (b *build[P]) fullList(ctx context.Context) (runtime.Object, error) {
+	if len(b.entries) == 0 {
+		// The handler sets an empty list's items in place; an empty list is cheap, so each request gets its own.
+		return b.res.kind.list(nil, b.rv, b.created), nil
+	}
+	b.fullMu.Lock()
+	defer b.fullMu.Unlock()
+	if b.full != nil {
+		return b.full, nil
+	}
+	release, err := b.res.limit.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	list := b.res.kind.list(b.entries, b.rv, b.created)
+	if b.kept == nil || b.kept.lists.Add(1) > maxSharedLists {
+		return list, nil // this request's alone
+	}
+	b.full = b.res.kind.shared(list)
+	return b.full, nil
+}
+
+// genBuilds are the builds of one snapshot.
+type genBuilds[P any] struct {
+	bySel map[string]*build[P]
+	lists atomic.Int32 // full lists kept
+}
+
+// buildCache holds the builds of the retained snapshots (storage.RetainedViews), so that pages of a list read
+// slowly and watches resuming from a recent resourceVersion share them too.
+type buildCache[P any] struct {
+	res  *metricsREST[P]
+	mu   sync.Mutex
+	gens map[uint64]*genBuilds[P]
+}
+
+func newBuildCache[P any](res *metricsREST[P]) *buildCache[P] {
+	return &buildCache[P]{res: res, gens: map[uint64]*genBuilds[P]{}}
+}
+
+// errLeaderGone is what waiters see when the request building for them ended first: they try again.
+var errLeaderGone = errors.New("the request building this list ended")
+
+// get returns the build of sel at snap (resourceVersion rv), making it when nobody has. Concurrent requests for one
+// build wait for it rather than each making their own; making one waits for a slot of buildLimit.
+func (c *buildCache[P]) get(ctx context.Context, snap points, rv string, sel scope) (*build[P], error) {
+	gen, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil { // storage without snapshots: nothing to share
+		return c.make(ctx, snap, rv, sel, nil)
+	}
+	key := sel.key()
+	for {
+		c.mu.Lock()
+		g := c.gens[gen]
+		if g == nil {
+			g = &genBuilds[P]{bySel: map[string]*build[P]{}}
+			c.gens[gen] = g
+			if s, ok := snap.(storage.Snapshot); ok {
+				go c.dropOn(s.Changed(), gen)
+			}
+		}
+		b, ok := g.bySel[key]
+		if !ok && len(g.bySel) < maxBuildsPerGen {
+			b = &build[P]{done: make(chan struct{})}
+			g.bySel[key] = b
+		}
+		c.mu.Unlock()
+		if b == nil {
+			return c.make(ctx, snap, rv, sel, nil)
+		}
+		if !ok {
+			return c.lead(ctx, b, g, key, snap, rv, sel)
+		}
+		select {
+		case <-b.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if !errors.Is(b.err, errLeaderGone) {
+			return b, b.err
+		}
+	}
+}
+
+// lead makes the build b that waiters wait for. An error is not kept: the next request tries again.
+func (c *buildCache[P]) lead(ctx context.Context, b *build[P], g *genBuilds[P], key string, snap points, rv string, sel scope) (*build[P], error) {
+	defer func() {
+		if r := recover(); r != nil {
+			b.err = fmt.Errorf("building the list panicked: %v", r)
+			defer panic(r) // this request fails as any panicking request does; the waiters get the error
+		}
+		if b.err != nil {
+			c.mu.Lock()
+			if g.bySel[key] == b {
+				delete(g.bySel, key)
+			}
+			c.mu.Unlock()
+		}
+		close(b.done)
+	}()
+	made, err := c.make(ctx, snap, rv, sel, g)
+	if err != nil {
+		b.err = err
+		if ctx.Err() != nil {
+			b.err = fmt.Errorf("%w: %w", errLeaderGone, err)
+		}
+		return nil, err
+	}
+	b.res, b.rv, b.generation, b.created, b.entries, b.kept = made.res, made.rv, made.generation, made.created, made.entries, g
+	return b, nil
+}
+
+// make builds sel's entries at snap, in a slot of buildLimit.
+func (c *buildCache[P]) make(ctx context.Context, snap points, rv string, sel scope, g *genBuilds[P]) (*build[P], error) {
+	release, err := c.res.limit.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	s := c.res
+	objs, err := s.kind.objects(sel.namespace, sel.labels)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	es := make([]entry[P], 0, len(objs))
+	for _, o := range objs {
+		if !sel.matchFields(o.namespace, o.name) {
+			continue
+		}
+		if p, ok := s.kind.point(snap, o.namespace, o.name); ok {
+			es = append(es, entry[P]{object: o, point: p})
+			// Observed once per build, not per request: under load, 30,000 observations per request of one
+			// histogram cost more CPU than serving the shared bytes.
+			observeFreshness(now.Time, pointTime(p))
+		}
+	}
+	sort.Slice(es, func(i, j int) bool { return es[i].less(&es[j].object) })
+	buildsMade.Inc()
+	gen, _ := strconv.ParseUint(rv, 10, 64)
+	return &build[P]{res: s, rv: rv, generation: gen, created: now, entries: es, done: closed, kept: g}, nil
+}
+
+var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// dropOn lets go of what the builds of generation gen hold once a newer snapshot is published: their full lists
+// and watch events (tens of megabytes for every pod, with their encodings) at once, and the builds themselves once
+// gen is no longer retained.
+func (c *buildCache[P]) dropOn(changed <-chan struct{}, gen uint64) {
+	<-changed
+	c.mu.Lock()
+	var drop []*build[P]
+	for g, builds := range c.gens {
+		if g+storage.RetainedViews <= gen+1 {
+			delete(c.gens, g)
+		}
+		if g <= gen {
+			for _, b := range builds.bySel {
+				drop = append(drop, b)
+			}
+		}
+	}
+	c.mu.Unlock()
+	for _, b := range drop {
+		b.fullMu.Lock()
+		b.full = nil
+		b.fullMu.Unlock()
+		b.eventsMu.Lock()
+		b.events = nil
+		b.eventsMu.Unlock()
+		b.pagesMu.Lock()
+		b.pages, b.order, b.pageItems, b.old = nil, nil, 0, true
+		b.pagesMu.Unlock()
+	}
+}
+
+// pointTime is when a point was sampled.
+func pointTime(p any) time.Time {
+	switch p := p.(type) {
+	case storage.NodePoint:
+		return p.Timestamp
+	case storage.PodPoint:
+		return p.Timestamp
+	}
+	return time.Time{}
+}

@@ -1,0 +1,149 @@
+package api
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+)
+
+// resource is the REST storage of one kind (NodeStorage, PodStorage): list, page, get, watch and table, reading one
+// snapshot per request. What differs between the kinds is k.
+type metricsREST[P any] struct {
+	info    kindInfo
+	kind    kind[P]
+	metrics MetricsReader
+	now     func() metav1.Time
+	builds  *buildCache[P]
+	limit   *buildLimit
+	watches *watchHub
+	feeds   *watchFeeds[P]
+}
+
+var (
+	_ rest.Storage              = &NodeStorage{}
+	_ rest.KindProvider         = &NodeStorage{}
+	_ rest.Scoper               = &NodeStorage{}
+	_ rest.Getter               = &NodeStorage{}
+	_ rest.Lister               = &NodeStorage{}
+	_ rest.Watcher              = &NodeStorage{}
+	_ rest.TableConvertor       = &NodeStorage{}
+	_ rest.SingularNameProvider = &NodeStorage{}
+	_ rest.Lister               = &PodStorage{}
+)
+
+func newMetricsREST[P any](m MetricsReader, k kind[P]) *metricsREST[P] {
+	s := &metricsREST[P]{info: k.info(), kind: k, metrics: m, now: metav1.Now, limit: newBuildLimit(0),
+		watches: newWatchHub(0, 0)}
+	s.builds = newBuildCache(s)
+	s.feeds = newFeeds(s)
+	return s
+}
+
+// New implements rest.Storage.
+func (s *metricsREST[P]) New() runtime.Object { return s.info.newItem() }
+
+// Destroy implements rest.Storage.
+func (s *metricsREST[P]) Destroy() {}
+
+// Kind implements rest.KindProvider.
+func (s *metricsREST[P]) Kind() string { return s.info.kind }
+
+// NamespaceScoped implements rest.Scoper.
+func (s *metricsREST[P]) NamespaceScoped() bool { return s.info.namespaced }
+
+// GetSingularName implements rest.SingularNameProvider.
+func (s *metricsREST[P]) GetSingularName() string { return s.info.singular }
+
+// NewList implements rest.Lister.
+func (s *metricsREST[P]) NewList() runtime.Object { return s.info.newList() }
+
+// List implements rest.Lister: every selected object with servable metrics, sorted by (namespace,) name, read from
+// one snapshot whose generation is the list's resourceVersion; limit and continue page through that snapshot.
+// Every list and page of one snapshot and selection shares one build (see build).
+func (s *metricsREST[P]) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
+	if err := unavailable(s.metrics); err != nil {
+		return nil, err
+	}
+	sel, err := listSelectors(opts, s.info.namespaced)
+	if err != nil {
+		return nil, err
+	}
+	snap, rv, after, err := snapshotFor(s.metrics, opts)
+	if err != nil {
+		return nil, err
+	}
+	b, err := s.builds.get(ctx, snap, rv, s.selection(ctx, sel))
+	if err != nil {
+		return nil, err
+	}
+	var limit int64
+	if opts != nil {
+		limit = opts.Limit
+	}
+	if after == "" && (limit <= 0 || int64(len(b.entries)) <= limit) {
+		return b.fullList(ctx)
+	}
+	return s.page(ctx, b, after, limit)
+}
+
+// selection is what a build is shared by: the request's namespace and selectors.
+func (s *metricsREST[P]) selection(ctx context.Context, sel selectors) scope {
+	ns := ""
+	if s.info.namespaced {
+		ns = genericapirequest.NamespaceValue(ctx)
+	}
+	return scope{namespace: ns, selectors: sel}
+}
+
+// Get implements rest.Getter: the object's metrics, or 404 when it does not exist or has none yet.
+func (s *metricsREST[P]) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
+	if err := unavailable(s.metrics); err != nil {
+		return nil, err
+	}
+	namespace := ""
+	if s.info.namespaced {
+		namespace = genericapirequest.NamespaceValue(ctx)
+	}
+	key := object{namespace: namespace, name: name}
+	notFound := apierrors.NewNotFound(s.info.resource, key.key())
+	obj, ok, err := s.kind.object(namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, notFound
+	}
+	snap, rv := latest(s.metrics)
+	p, ok := s.kind.point(snap, namespace, name)
+	if !ok {
+		return nil, notFound
+	}
+	now := s.now()
+	observeFreshness(now.Time, pointTime(p))
+	return s.kind.item(&entry[P]{object: obj, point: p}, rv, now), nil
+}
+
+// Watch implements rest.Watcher: ADDED, MODIFIED and DELETED events as collections land (see startWatch).
+func (s *metricsREST[P]) Watch(ctx context.Context, opts *metainternalversion.ListOptions) (watch.Interface, error) {
+	return s.startWatch(ctx, opts)
+}
+
+// unavailable turns storage's reason to refuse service into the 503 that `kubectl top` prints.
+func unavailable(m MetricsReader) error {
+	if err := m.Unavailable(); err != nil {
+		return apierrors.NewServiceUnavailable(err.Error())
+	}
+	return nil
+}
+
+// versioned returns storage's snapshots, or nil for storage without them.
+func versioned(m MetricsReader) Versioned {
+	v, _ := m.(Versioned)
+	return v
+}

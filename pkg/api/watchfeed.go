@@ -1,0 +1,228 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
+
+	"github.com/metrics-ring/metrics-ring/pkg/storage"
+)
+
+// feeds are the watch feeds of one resource, one per selection being watched.
+type watchFeeds[P any] struct {
+	res   *metricsREST[P]
+	mu    sync.Mutex
+	bySel map[string]*watchFeed[P]
+}
+
+func newFeeds[P any](res *metricsREST[P]) *watchFeeds[P] {
+	return &watchFeeds[P]{res: res, bySel: map[string]*watchFeed[P]{}}
+}
+
+// feed follows storage's snapshots for every watcher of one selection: for each new snapshot it takes the
+// selection's shared build, computes the events from the previous one once, and queues that batch to every
+// watcher. Its goroutine runs while it has watchers.
+type watchFeed[P any] struct {
+	res  *metricsREST[P]
+	sel  scope
+	key  string
+	refs int // watchers joined or joining; guarded by feeds.mu
+	gone bool
+
+	ctx  context.Context
+	stop context.CancelFunc
+
+	mu       sync.Mutex
+	cur      *build[P] // the build the newest batch led to; nil until the first watcher made it
+	ended    *batch    // the batch that ended the feed's watchers, for any that join after it
+	snap     storage.Snapshot
+	watchers map[*watcher[P]]struct{}
+}
+
+// join adds w to the feed of its selection, starting the feed when it is the first, and returns the build w
+// starts from: w is queued every batch after it.
+func (fs *watchFeeds[P]) join(ctx context.Context, w *watcher[P], sel scope) (*watchFeed[P], *build[P], error) {
+	key := sel.key()
+	fs.mu.Lock()
+	f := fs.bySel[key]
+	if f == nil || f.gone {
+		f = &watchFeed[P]{res: fs.res, sel: sel, key: key, watchers: map[*watcher[P]]struct{}{}}
+		f.ctx, f.stop = context.WithCancel(patient(context.Background()))
+		fs.bySel[key] = f
+	}
+	f.refs++
+	fs.mu.Unlock()
+	joined := false
+	defer func() { // also when building panics
+		if !joined {
+			fs.leave(f)
+		}
+	}()
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cur == nil {
+		snap := fs.res.metrics.(Versioned).Latest()
+		b, err := fs.res.builds.get(ctx, snap, rv(snap), sel)
+		if err != nil {
+			return nil, nil, err
+		}
+		f.cur, f.snap = b, snap
+		go f.run()
+	}
+	f.watchers[w] = struct{}{}
+	if f.ended != nil {
+		w.push(f.ended)
+	}
+	joined = true
+	return f, f.cur, nil
+}
+
+// leave drops one reference to f; the last one stops it.
+func (fs *watchFeeds[P]) leave(f *watchFeed[P]) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if f.refs--; f.refs == 0 {
+		f.gone = true
+		if fs.bySel[f.key] == f {
+			delete(fs.bySel, f.key)
+		}
+		f.stop()
+	}
+}
+
+// remove takes w off the feed.
+func (f *watchFeed[P]) remove(w *watcher[P]) {
+	f.mu.Lock()
+	delete(f.watchers, w)
+	f.mu.Unlock()
+	f.res.feeds.leave(f)
+}
+
+// run follows the snapshots until the feed has no watchers, the server shuts down, or the feed ends them all.
+func (f *watchFeed[P]) run() {
+	defer func() {
+		if r := recover(); r != nil {
+			watchPanics.Inc()
+			err := fmt.Errorf("watch feed panicked: %v", r)
+			klog.ErrorS(err, "Ending the watches of a selection", "resource", f.res.info.resource.String(),
+				"stack", string(debug.Stack()))
+			f.publish(&batch{end: statusOf(apierrors.NewInternalError(err))}, nil, nil)
+		}
+	}()
+	for {
+		select {
+		case <-f.snap.Changed():
+		case <-f.ctx.Done():
+			return
+		case <-f.res.watches.stopping:
+			return
+		}
+		snap := f.res.metrics.(Versioned).Latest()
+		// A source that has failed for longer than --stale-after ends the watches with the 503 a list would get,
+		// rather than a silent DELETED for every object.
+		if err := unavailable(f.res.metrics); err != nil {
+			f.publish(&batch{end: statusOf(err)}, nil, nil)
+			return
+		}
+		next, err := f.res.builds.get(f.ctx, snap, rv(snap), f.sel)
+		if err != nil {
+			if f.ctx.Err() != nil {
+				return
+			}
+			klog.ErrorS(err, "Ending the watches of a selection: listing failed", "resource", f.res.info.resource.String())
+			f.publish(&batch{end: statusOf(err)}, nil, nil)
+			return
+		}
+		f.mu.Lock()
+		prev := f.cur
+		f.mu.Unlock()
+		f.publish(diff(prev.entries, next, nil), next, snap)
+	}
+}
+
+// publish queues bt to every watcher and makes next the feed's build; a batch that ends the watches ends the feed.
+func (f *watchFeed[P]) publish(bt *batch, next *build[P], snap storage.Snapshot) {
+	if bt.end != nil {
+		f.res.feeds.mu.Lock()
+		f.gone = true // new watchers of the selection start a new feed
+		if f.res.feeds.bySel[f.key] == f {
+			delete(f.res.feeds.bySel, f.key)
+		}
+		f.res.feeds.mu.Unlock()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if bt.end != nil {
+		f.ended = bt
+	}
+	if next != nil {
+		f.cur, f.snap = next, snap
+	}
+	for w := range f.watchers {
+		w.push(bt)
+	}
+}
+
+// diff is the batch that turns prev into cur: ADDED for entries of cur not in prev (new, or entered the selection),
+// MODIFIED for those whose values or labels changed, DELETED for those of prev not in cur (each a copy at cur's
+// resourceVersion), and DELETED by key alone for gone: objects deleted since, that a resuming watch must still be
+// told of. Both entry lists are sorted, so this is one merge, with no map of either.
+func diff[P any](prev []entry[P], cur *build[P], gone []object) *batch {
+	items, _ := cur.watchItems()
+	k, next := cur.res.kind, cur.entries
+	var events []watch.Event
+	i, j := 0, 0
+	for i < len(prev) || j < len(next) {
+		switch {
+		case j == len(next) || (i < len(prev) && prev[i].less(&next[j].object)):
+			events = append(events, watch.Event{Type: watch.Deleted,
+				Object: &watchItem[P]{res: cur.res, e: &prev[i], rv: cur.rv, created: cur.created}})
+			i++
+		case i == len(prev) || next[j].less(&prev[i].object):
+			events = append(events, watch.Event{Type: watch.Added, Object: items[j]})
+			j++
+		default:
+			if !k.same(&prev[i].point, &next[j].point) || !maps.Equal(prev[i].labels, next[j].labels) {
+				events = append(events, watch.Event{Type: watch.Modified, Object: items[j]})
+			}
+			i++
+			j++
+		}
+	}
+	for _, o := range gone {
+		n := sort.Search(len(next), func(x int) bool { return !next[x].less(&o) })
+		if n < len(next) && next[n].object.key() == o.key() {
+			continue
+		}
+		events = append(events, watch.Event{Type: watch.Deleted, Object: k.empty(o.namespace, o.name, cur.rv)})
+	}
+	return &batch{rv: cur.rv, gen: cur.generation, events: events}
+}
+
+// gone returns the objects of snap within sel's namespace and field selector that no longer exist (deleted, or a
+// pod no longer Running): a watch resuming from snap must still tell its client that they left, though the
+// informers that would give their labels have forgotten them.
+func (s *metricsREST[P]) gone(snap storage.Snapshot, sel scope) []object {
+	var out []object
+	s.kind.each(snap, func(namespace, name string) {
+		if (sel.namespace != "" && namespace != sel.namespace) || !sel.matchFields(namespace, name) {
+			return
+		}
+		if _, ok, err := s.kind.object(namespace, name); err == nil && !ok {
+			out = append(out, object{namespace: namespace, name: name})
+		}
+	})
+	return out
+}
+
+// rv is a snapshot's resourceVersion.
+func rv(snap storage.Snapshot) string { return strconv.FormatUint(snap.Generation(), 10) }

@@ -1,0 +1,66 @@
+package api
+
+import (
+	"io"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// watchItem is one object of a build as watch events carry it: shared by every watcher of the selection, encoded
+// once per wire format and event type (the apiserver's watch encoder caches the whole framed event through
+// runtime.CacheableObject). It keeps its entry, not the built object: the object is built only to encode, so a
+// collection's events for every pod cost their encodings, not tens of megabytes of objects.
+type watchItem[P any] struct {
+	res     *metricsREST[P]
+	e       *entry[P]
+	rv      string
+	created metav1.Time
+	enc     encodings
+}
+
+func (i *watchItem[P]) object() runtime.Object { return i.res.kind.item(i.e, i.rv, i.created) }
+
+// GetObjectKind implements runtime.Object.
+func (i *watchItem[P]) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject implements runtime.Object: the object, built anew.
+func (i *watchItem[P]) DeepCopyObject() runtime.Object { return i.object() }
+
+// CacheEncode implements runtime.CacheableObject.
+func (i *watchItem[P]) CacheEncode(id runtime.Identifier, encode func(runtime.Object, io.Writer) error, w io.Writer) error {
+	return i.enc.cacheEncode(i.object, nil, id, encode, w)
+}
+
+// GetObject implements runtime.CacheableObject.
+func (i *watchItem[P]) GetObject() runtime.Object { return i.object() }
+
+var _ runtime.CacheableObject = &watchItem[struct{}]{}
+
+// batch is what every watcher of one selection is sent for one collection: the events between two builds, computed
+// once. A batch is never modified once made.
+type batch struct {
+	rv     string
+	gen    uint64 // rv as a number
+	events []watch.Event
+	// end, when set, ends every watcher with this ERROR event's status (a source down for --stale-after, say).
+	end *metav1.Status
+}
+
+// watchItems returns the entries as watch events carry them, and the ADDED batch of a watch starting here.
+func (b *build[P]) watchItems() ([]*watchItem[P], *batch) {
+	b.eventsMu.Lock()
+	defer b.eventsMu.Unlock()
+	if b.events == nil {
+		items := make([]*watchItem[P], len(b.entries))
+		events := make([]watch.Event, len(b.entries))
+		for i := range b.entries {
+			items[i] = &watchItem[P]{res: b.res, e: &b.entries[i], rv: b.rv, created: b.created}
+			events[i] = watch.Event{Type: watch.Added, Object: items[i]}
+		}
+		b.events = &buildEvents[P]{items: items, added: &batch{rv: b.rv, events: events}}
+	}
+	return b.events.items, b.events.added
+}
