@@ -20,6 +20,9 @@ func TestSourceClockSteps(t *testing.T) {
 	}
 	const hour = time.Hour
 	sec := time.Second
+	// Two scrapes on time: served at 200m from the second.
+	first := step{at: 0, ts: 0, cpu: 100, mem: 1e9}
+	second := step{at: 15 * sec, ts: 15 * sec, cpu: 103, mem: 1e9, served: true, wantTS: 15 * sec, wantCPU: 200_000_000, wantMem: 1e9}
 	cases := []struct {
 		name  string
 		steps []step
@@ -35,31 +38,23 @@ func TestSourceClockSteps(t *testing.T) {
 				{at: 60 * sec, ts: 60 * sec, cpu: 107.5, mem: 1e9, served: true, wantTS: 60 * sec, wantCPU: 200_000_000, wantMem: 1e9},
 			}},
 		{name: "a clock stepped back a little is ignored until it passes the newest sample",
-			steps: []step{
-				{at: 0, ts: 0, cpu: 100, mem: 1e9},
-				{at: 15 * sec, ts: 15 * sec, cpu: 103, mem: 1e9, served: true, wantTS: 15 * sec, wantCPU: 200_000_000, wantMem: 1e9},
+			steps: []step{first, second,
 				{at: 30 * sec, ts: 5 * sec, cpu: 104, mem: 3e9, served: true, wantTS: 15 * sec, wantCPU: 200_000_000, wantMem: 1e9},
 				{at: 45 * sec, ts: 20 * sec, cpu: 104, mem: 3e9, served: true, wantTS: 20 * sec, wantCPU: 200_000_000, wantMem: 3e9},
 			}},
 		{name: "a clock stepped back more than stale-after starts the series afresh",
-			steps: []step{
-				{at: 0, ts: 0, cpu: 100, mem: 1e9},
-				{at: 15 * sec, ts: 15 * sec, cpu: 103, mem: 1e9, served: true, wantTS: 15 * sec, wantCPU: 200_000_000, wantMem: 1e9},
+			steps: []step{first, second,
 				{at: 30 * sec, ts: -time.Minute, cpu: 104, mem: 3e9},
 				{at: 45 * sec, ts: -45 * sec, cpu: 105.5, mem: 3e9, served: true, wantTS: -45 * sec, wantCPU: 100_000_000, wantMem: 3e9},
 			}},
 		{name: "repeats of an old sample let the series go stale on our clock",
-			steps: []step{
-				{at: 0, ts: 0, cpu: 100, mem: 1e9},
-				{at: 15 * sec, ts: 15 * sec, cpu: 103, mem: 1e9, served: true, wantTS: 15 * sec, wantCPU: 200_000_000, wantMem: 1e9},
+			steps: []step{first, second,
 				{at: 30 * sec, ts: 15 * sec, cpu: 103, mem: 1e9, served: true, wantTS: 15 * sec, wantCPU: 200_000_000, wantMem: 1e9},
 				{at: 60 * sec, ts: 15 * sec, cpu: 103, mem: 1e9, served: true, wantTS: 15 * sec, wantCPU: 200_000_000, wantMem: 1e9},
 				{at: 61 * sec, ts: 15 * sec, cpu: 103, mem: 1e9},
 			}},
 		{name: "samples ignored for being a little old do not keep a series fresh either",
-			steps: []step{
-				{at: 0, ts: 0, cpu: 100, mem: 1e9},
-				{at: 15 * sec, ts: 15 * sec, cpu: 103, mem: 1e9, served: true, wantTS: 15 * sec, wantCPU: 200_000_000, wantMem: 1e9},
+			steps: []step{first, second,
 				{at: 45 * sec, ts: 10 * sec, cpu: 104, mem: 1e9, served: true, wantTS: 15 * sec, wantCPU: 200_000_000, wantMem: 1e9},
 				{at: 61 * sec, ts: 12 * sec, cpu: 104, mem: 1e9},
 			}},
