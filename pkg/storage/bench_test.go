@@ -119,6 +119,17 @@ func BenchmarkStoreCycle(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/60000, "ns/sample")
 	})
+	b.Run("foreign", func(b *testing.B) { // every batch reported by the next node's kubelet: all dropped
+		b.ReportAllocs()
+		for b.Loop() {
+			for j := range batches {
+				batches[j].Key = batches[(j+1)%len(batches)].Nodes[0].Node
+				s.Store(&batches[j])
+				batches[j].Key = batches[j].Nodes[0].Node
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/60000, "ns/sample")
+	})
 	b.Run("publish", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
