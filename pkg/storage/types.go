@@ -1,5 +1,7 @@
 // Package storage owns metrics-ring's data model: a ring of recent samples per series (node or container), fed in
 // batches by a source (kubelet scraper or Prometheus adapter) and read by the API as NodePoint and PodPoint values.
+// Which pods exist, and on which node (whose samples count), it learns from the informers' events that cmd passes
+// on (PodBound, PodDeleted, NodeDeleted); it never asks a lister.
 //
 // Writers (one collection cycle at a time) append to the rings under a mutex; at the end of each cycle the servable
 // view is rebuilt and published with one atomic pointer swap, so readers never wait on a collection.
