@@ -75,3 +75,47 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestLogsForeignPodsOncePerStreak: a kubelet reporting pods bound to other nodes is logged once, naming the node
+// and an example pod, until its reports are its own again.
+func TestLogsForeignPodsOncePerStreak(t *testing.T) {
+	var logs syncBuffer
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
+	klog.SetOutputBySeverity("INFO", &logs)
+	t.Cleanup(func() { klog.SetOutput(io.Discard); klog.LogToStderr(true) })
+
+	body := readFixture(t, "metrics-resource-30pods.txt")
+	store := newFakeStore()
+	s, err := New(Options{InsecureTLS: true, UseNodeStatusPort: true},
+		&fakeLister{nodes: []*corev1.Node{nodeFor(t, "old-node", kubelet(t, func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = w.Write(body)
+		}))}}, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setForeign := func(n int) {
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		store.reject.Foreign, store.reject.ForeignPod = n, ""
+		if n > 0 {
+			store.reject.ForeignPod = `ns/web-0 (bound to node "new-node")`
+		}
+	}
+	setForeign(2)
+	for range 3 {
+		s.collect(context.Background())
+	}
+	setForeign(0)
+	s.collect(context.Background())
+	s.collect(context.Background())
+	klog.Flush()
+	out := logs.String()
+	if n := strings.Count(out, `"Kubelet reports pods bound to other nodes; their samples are dropped"`); n != 1 ||
+		!strings.Contains(out, `node="old-node"`) || !strings.Contains(out, `new-node`) {
+		t.Errorf("%d foreign lines for 3 scrapes, want 1 naming old-node and the pod's node:\n%s", n, out)
+	}
+	if n := strings.Count(out, `"Kubelet no longer reports pods of other nodes"`); n != 1 {
+		t.Errorf("%d lines for the end of the streak, want 1:\n%s", n, out)
+	}
+}

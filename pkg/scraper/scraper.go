@@ -55,6 +55,7 @@ type nodeState struct {
 	cycle     uint64 // the newest cycle that listed the node
 	failures  int    // consecutive failed scrapes: the error is logged at the first only
 	rejecting bool   // storage rejected samples at the previous scrape
+	foreign   bool   // the previous response reported pods bound to other nodes
 	lossy     bool   // the previous response lost lines or samples
 	panicking bool   // the previous scrape panicked
 }
@@ -260,6 +261,14 @@ func (s *Scraper) store1(node, url string, w *worker, st *nodeState, stats *pars
 		klog.InfoS("Kubelet values are valid again", "node", ref)
 	}
 	st.rejecting = rej.Total() > 0
+	switch {
+	case rej.Foreign > 0 && !st.foreign:
+		klog.InfoS("Kubelet reports pods bound to other nodes; their samples are dropped", "node", ref,
+			"samples", rej.Foreign, "example", rej.ForeignPod)
+	case rej.Foreign == 0 && st.foreign:
+		klog.InfoS("Kubelet no longer reports pods of other nodes", "node", ref)
+	}
+	st.foreign = rej.Foreign > 0
 	lossy := stats.problems()
 	if lossy && !st.lossy {
 		klog.ErrorS(stats.FirstError, "Kubelet response lost lines or samples", "node", ref,

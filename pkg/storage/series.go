@@ -22,7 +22,7 @@ type series struct {
 	kind   CPUKind
 	window time.Duration // of CPURate samples
 	start  int64         // start time of the newest sample, Unix nanoseconds; 0 when unknown
-	seen   int64         // wall-clock time of the newest Store that reported this series (for staleness)
+	seen   int64         // when the series last received a new sample, on storage's clock (Storage.mono)
 	batch  uint64        // sequence number of the newest Store that reported this series
 	bad    bool          // the newest report was rejected: serve nothing rather than an older value
 }
@@ -59,20 +59,24 @@ func (s *series) at(i int32) point {
 	return s.points[j]
 }
 
-// add appends a valid sample. prevBatch is the newest sample time of the previous batch with the same key (0 when
-// there was none): a container that started after it is new since that scrape, so its usage counts from zero at its
-// start time and it is servable after one sample.
-func (s *series) add(p point, start int64, kind CPUKind, window time.Duration, prevBatch int64) {
+// add appends a valid sample and reports whether it was new (not a repeat, not ignored). prevBatch is the newest
+// sample time of the previous batch with the same key (0 when there was none): a container that started after it
+// is new since that scrape, so its usage counts from zero at its start time and it is servable after one sample.
+// staleAfter is --stale-after in nanoseconds: a sample that much older than the newest is a source clock that was
+// wrong and was set back (DESIGN.md section 2).
+func (s *series) add(p point, start int64, kind CPUKind, window time.Duration, prevBatch, staleAfter int64) bool {
 	if s.n > 0 {
 		last := s.newest()
 		restarted := s.start != 0 && start > s.start
 		switch {
 		case p.ts == last.ts:
-			return // a repeat: the kubelet served the same stats again
-		case p.ts < last.ts && !restarted:
-			return // older than what we have: never let time run backwards within a series
-		case restarted, kind != s.kind, kind == CPUCumulative && p.cpu < last.cpu:
-			s.reset() // a restart, a counter reset or a change of source: start afresh
+			return false // a repeat: the kubelet served the same stats again
+		case p.ts < last.ts && !restarted && last.ts-p.ts <= staleAfter:
+			return false // a little older than what we have (a clock slewed back): never rewind a series for it
+		case p.ts < last.ts, restarted, kind != s.kind, kind == CPUCumulative && p.cpu < last.cpu:
+			// A clock set back from the future (waiting for it to pass the newest sample would freeze the series
+			// on values from the future), a restart, a counter reset or a change of source: start afresh.
+			s.reset()
 		}
 	}
 	s.kind, s.window, s.start = kind, window, start
@@ -80,6 +84,7 @@ func (s *series) add(p point, start int64, kind CPUKind, window time.Duration, p
 		s.push(point{ts: start})
 	}
 	s.push(p)
+	return true
 }
 
 // usage computes what is served for the series, per DESIGN.md section 2. ok is false when it is not servable.

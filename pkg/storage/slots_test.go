@@ -19,8 +19,8 @@ func snapshotPods(s Snapshot) []string {
 // (until they are stale) while later cycles delete pods, reuse their places for new ones and, after the cluster
 // shrinks, renumber the rest.
 func TestSnapshotsKeepTheirPodsAsPodsComeAndGo(t *testing.T) {
-	live := liveness{nodes: map[string]bool{"n1": true}, pods: map[string]bool{}}
-	f := newFixture(Options{Liveness: live})
+	f := newFixture(Options{Informed: true})
+	running := map[string]bool{} // what the pod informer holds
 	names := func(from, to int) []string {
 		var out []string
 		for i := from; i < to; i++ {
@@ -32,17 +32,22 @@ func TestSnapshotsKeepTheirPodsAsPodsComeAndGo(t *testing.T) {
 	// cycle reports the pods (two containers each, the sidecar first) twice, so that each is servable with a CPU
 	// of 1 core for p000, 2 for p001 and so on.
 	cycle := func(pods []string) {
-		for key := range live.pods { // the informer's delete events
-			if !slices.Contains(pods, key[len("ns/"):]) {
-				f.PodDeleted("ns", key[len("ns/"):])
+		for name := range running { // the informer's delete events
+			if !slices.Contains(pods, name) {
+				f.PodDeleted("ns", name)
+				delete(running, name)
 			}
 		}
-		clear(live.pods)
+		for _, p := range pods { // and its add events
+			if !running[p] {
+				f.PodBound("ns", p, "n1")
+				running[p] = true
+			}
+		}
 		for range 2 {
 			at += 15 * time.Second
 			var cs []ContainerSample
 			for i, p := range pods {
-				live.pods["ns/"+p] = true
 				var n int
 				fmt.Sscanf(p, "p%d", &n)
 				cpu := float64(n+1) * at.Seconds()

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,10 +27,13 @@ type Options struct {
 	Window time.Duration
 	// StaleAfter is how old a series' newest collection may be and still be served (default 3 Resolutions).
 	StaleAfter time.Duration
-	// Liveness, when set, keeps series of pods that do not exist from being stored and drops series of deleted
-	// nodes at the end of every cycle (deleted pods are dropped by PodDeleted).
-	Liveness Liveness
-	// Now is the clock (default time.Now); tests set it.
+	// Informed says cmd tells storage which pods exist, from the pod informer: PodBound for every Running pod with
+	// the node it is bound to, PodDeleted when it is gone. A pod's samples are then stored only once it is bound,
+	// and only from its own node's batches. Without it (tests of other packages), a pod is stored as first reported,
+	// bound to the key of the batch that reported it.
+	Informed bool
+	// Now is the clock (default time.Now); tests set it. Storage only measures time elapsed on it (Time.Sub), so
+	// the monotonic readings of time.Now make a step of the wall clock harmless.
 	Now func() time.Time
 }
 
@@ -59,6 +63,7 @@ type podKey struct{ namespace, name string }
 
 // pod holds the series of one pod's containers; pods have a handful of containers, so a slice beats a map.
 type pod struct {
+	node       string      // the node the pod is bound to; only batches of that key count
 	containers []container // sorted by name, so building a view needs no sort
 	batch      uint64      // sequence number of the newest Store that reported the pod
 	slot       int32       // the pod's index in Storage.slots and in every view's pods
@@ -84,6 +89,8 @@ type Storage struct {
 	lastBatch map[string]batchMark // each batch key's previous Store
 	batches   uint64               // Store calls so far, the sequence number of series.batch
 	health    Health
+	// base is the clock at New: times kept for staleness are nanoseconds since base (see mono).
+	base time.Time
 
 	// epoch is the first generation: the clock in milliseconds at New. Cycles come at most once a second, so
 	// generations keep growing across restarts of the process and a watch resumed against a restarted server is
@@ -104,8 +111,9 @@ func New(o Options) *Storage {
 		pods:      map[podKey]*pod{},
 		lastBatch: map[string]batchMark{},
 		health:    Health{Source: o.Source},
+		base:      o.Now(),
 	}
-	s.epoch = uint64(o.Now().UnixMilli())
+	s.epoch = uint64(s.base.UnixMilli())
 	first := &view{health: s.health, changed: make(chan struct{}), owner: s}
 	s.view.Store(first)
 	s.recent.Store(&[]*view{first})
@@ -118,13 +126,13 @@ func (s *Storage) Options() Options { return s.opts }
 // Store appends one batch's samples to their series. It is safe to call from many goroutines during a cycle.
 func (s *Storage) Store(b *Batch) Rejection {
 	var rej Rejection
-	now := s.opts.Now().UnixNano()
+	now := s.mono()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.batches++
 	seq := s.batches
 	prev := s.lastBatch[b.Key].ts
-	newest := prev
+	var newest int64 // this batch's newest sample time: a clock set back lowers it, so it is not max'ed with prev
 
 	for i := range b.Nodes {
 		smp := &b.Nodes[i]
@@ -143,14 +151,18 @@ func (s *Storage) Store(b *Batch) Rejection {
 		key := podKey{smp.Namespace, smp.Pod}
 		p := s.pods[key]
 		if p == nil {
-			if live := s.opts.Liveness; live != nil && !live.PodExists(smp.Namespace, smp.Pod) {
+			if s.opts.Informed {
 				// Deleted (a kubelet reports a terminating pod for a while), or not Running yet: keeping it
 				// would only bring back what PodDeleted dropped.
 				continue
 			}
-			p = &pod{}
-			s.slots.add(p)
-			s.pods[key] = p
+			p = s.addPod(key, b.Key)
+		}
+		if b.Key != "" && p.node != b.Key {
+			// Bound to another node: its samples would mix with that node's in one ring. Cluster-wide batches
+			// (Prometheus, key "") carry no node to check.
+			s.foreign(smp, p, &rej)
+			continue
 		}
 		p.batch = seq
 		sr := p.series(smp.Container, s.opts.History)
@@ -159,7 +171,13 @@ func (s *Storage) Store(b *Batch) Rejection {
 		}
 		newest = max(newest, unixNano(smp.Timestamp))
 	}
+	if newest == 0 {
+		newest = prev // no samples: the previous batch is still the newest one
+	}
 	s.lastBatch[b.Key] = batchMark{ts: newest, seen: now}
+	if rej.Foreign > 0 {
+		samplesRejected.WithLabelValues("foreign").Add(float64(rej.Foreign))
+	}
 	if rej.Invalid > 0 {
 		samplesRejected.WithLabelValues("invalid").Add(float64(rej.Invalid))
 	}
@@ -172,19 +190,39 @@ func (s *Storage) Store(b *Batch) Rejection {
 // record validates one sample and appends it to its series. It reports whether the sample is the batch's first
 // rejected one, so the caller names it (only then: building names per sample would allocate).
 func (s *Storage) record(sr *series, b *Batch, smp *Sample, seq uint64, now, prev int64, rej *Rejection) bool {
-	sr.batch, sr.seen = seq, now
+	sr.batch = seq
 	invalid, zero := validate(b.CPU, smp)
 	sr.bad = invalid || zero
 	if !sr.bad {
-		sr.add(point{ts: unixNano(smp.Timestamp), cpu: smp.CPU, mem: smp.Memory}, unixNano(smp.StartTime), b.CPU, b.Window, prev)
+		p := point{ts: unixNano(smp.Timestamp), cpu: smp.CPU, mem: smp.Memory}
+		if sr.add(p, unixNano(smp.StartTime), b.CPU, b.Window, prev, int64(s.opts.StaleAfter)) {
+			sr.seen = now // staleness counts from the newest new sample, not from repeats or ignored ones
+		}
 		return false
 	}
+	sr.seen = now // a rejected series is not served anyway; kept, it is not reallocated at every report
 	if invalid {
 		rej.Invalid++
 	} else {
 		rej.Zero++
 	}
 	return rej.Example == ""
+}
+
+// foreign counts a container sample of a pod bound to another node than the batch's. Called with s.mu held.
+func (s *Storage) foreign(smp *ContainerSample, p *pod, rej *Rejection) {
+	rej.Foreign++
+	if rej.ForeignPod == "" { // only the first: building names per sample would allocate
+		rej.ForeignPod = smp.Namespace + "/" + smp.Pod + " (bound to node " + strconv.Quote(p.node) + ")"
+	}
+}
+
+// addPod starts keeping a pod bound to node. Called with s.mu held.
+func (s *Storage) addPod(key podKey, node string) *pod {
+	p := &pod{node: node}
+	s.slots.add(p)
+	s.pods[key] = p
+	return p
 }
 
 // series returns the container's series, creating it when new.
@@ -200,6 +238,34 @@ func (p *pod) series(name string, history int) *series {
 	})
 	p.containers = slices.Insert(p.containers, i, container{name: name, series: sr})
 	return sr
+}
+
+// PodBound tells storage that a pod is Running on node (the pod informer's add and update events, with Informed):
+// from then on its samples are taken from that node's batches only. A pod bound to another node than storage
+// knew (a deletion missed, then the name reused elsewhere) starts afresh: two nodes' samples never share a ring.
+func (s *Storage) PodBound(namespace, name, node string) {
+	key := podKey{namespace, name}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch p := s.pods[key]; {
+	case p == nil:
+		s.addPod(key, node)
+	case p.node != node:
+		seriesPruned.WithLabelValues("deleted").Add(float64(len(p.containers)))
+		p.node, p.containers = node, nil
+	}
+}
+
+// NodeDeleted drops a deleted node's series and its batch mark at once; cmd calls it from the node informer's
+// delete events. The node's pods go by their own delete events.
+func (s *Storage) NodeDeleted(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.nodes[name]; ok {
+		seriesPruned.WithLabelValues("deleted").Inc()
+		delete(s.nodes, name)
+	}
+	delete(s.lastBatch, name)
 }
 
 // PodDeleted drops the series of a pod that was deleted (or stopped Running) at once; cmd calls it from the pod
@@ -226,6 +292,7 @@ func (s *Storage) dropPod(key podKey, p *pod, reason string) {
 // e.g. one node of many failed).
 func (s *Storage) EndCycle(success bool, err error) {
 	now := s.opts.Now()
+	mono := now.Sub(s.base).Nanoseconds()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.health.Cycles++
@@ -234,11 +301,11 @@ func (s *Storage) EndCycle(success bool, err error) {
 	if success {
 		s.health.LastSuccess = now
 	}
-	s.prune(now.UnixNano())
+	pods := s.prune(mono)
 	v := s.buildView()
 	s.publish(v)
 	seriesGauge.WithLabelValues("node").Set(float64(len(s.nodes)))
-	seriesGauge.WithLabelValues("pod").Set(float64(len(s.pods)))
+	seriesGauge.WithLabelValues("pod").Set(float64(pods))
 }
 
 // Node returns the servable metrics of a node in the newest view.
@@ -250,8 +317,13 @@ func (s *Storage) Pod(namespace, name string) (PodPoint, bool) {
 	return s.view.Load().Pod(namespace, name)
 }
 
+// mono is the time on storage's clock, as nanoseconds since New: with time.Now's monotonic readings, a step of the
+// wall clock does not make series stale or fresh.
+func (s *Storage) mono() int64 { return s.opts.Now().Sub(s.base).Nanoseconds() }
+
+// stale reports whether a series whose newest new sample arrived at seen (see mono) is older than StaleAfter.
 func (s *Storage) stale(seen int64) bool {
-	return s.opts.Now().UnixNano()-seen > int64(s.opts.StaleAfter)
+	return s.mono()-seen > int64(s.opts.StaleAfter)
 }
 
 // Health returns the collection health as of the newest finished cycle.

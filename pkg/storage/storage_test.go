@@ -265,14 +265,10 @@ func TestStaleAfterAndMissedScrapes(t *testing.T) {
 	}
 }
 
-type liveness struct{ nodes, pods map[string]bool }
-
-func (l liveness) NodeExists(name string) bool    { return l.nodes[name] }
-func (l liveness) PodExists(ns, name string) bool { return l.pods[ns+"/"+name] }
-
 func TestDeletedObjectsArePruned(t *testing.T) {
-	live := liveness{nodes: map[string]bool{"n1": true}, pods: map[string]bool{"ns/p": true, "ns/q": true}}
-	f := newFixture(Options{Liveness: live})
+	f := newFixture(Options{Informed: true})
+	f.PodBound("ns", "p", "n1")
+	f.PodBound("ns", "q", "n1")
 	batch := func(at time.Duration) []ContainerSample {
 		return []ContainerSample{ctr("p", "app", at, -time.Hour, 1+at.Seconds(), 1e6), ctr("q", "app", at, -time.Hour, 1+at.Seconds(), 1e6)}
 	}
@@ -281,9 +277,8 @@ func TestDeletedObjectsArePruned(t *testing.T) {
 	if _, ok := f.Pod("ns", "q"); !ok {
 		t.Fatal("pod q not served before deletion")
 	}
-	delete(live.pods, "ns/q")
-	delete(live.nodes, "n1")
 	f.PodDeleted("ns", "q")
+	f.NodeDeleted("n1")
 	f.EndCycle(true, nil)
 	if _, ok := f.Pod("ns", "q"); ok {
 		t.Error("deleted pod still served")

@@ -1,5 +1,7 @@
 // Package storage owns metrics-ring's data model: a ring of recent samples per series (node or container), fed in
 // batches by a source (kubelet scraper or Prometheus adapter) and read by the API as NodePoint and PodPoint values.
+// Which pods exist, and on which node (whose samples count), it learns from the informers' events that cmd passes
+// on (PodBound, PodDeleted, NodeDeleted); it never asks a lister.
 //
 // Writers (one collection cycle at a time) append to the rings under a mutex; at the end of each cycle the servable
 // view is rebuilt and published with one atomic pointer swap, so readers never wait on a collection.
@@ -67,11 +69,17 @@ type Rejection struct {
 	Invalid int
 	// Zero counts cumulative CPU counters or working sets of exactly zero: a broken source (cgroup v2 misconfigured).
 	Zero int
-	// Example describes one rejected sample, for a log line.
+	// Example describes one sample rejected as invalid or zero, for a log line.
 	Example string
+	// Foreign counts container samples of pods bound to another node than the batch's (DESIGN.md section 2, "Whose
+	// samples count"): the old node of a pod recreated elsewhere under its name, or a forged report.
+	Foreign int
+	// ForeignPod names one such pod and the node it is bound to, for a log line.
+	ForeignPod string
 }
 
-// Total is the number of rejected samples.
+// Total is the number of samples rejected for their values (invalid or zero); Foreign ones are apart, since the
+// values may well be true, of a pod that is no longer there.
 func (r Rejection) Total() int { return r.Invalid + r.Zero }
 
 // Usage is what is served for one node or container.
@@ -100,14 +108,6 @@ type PodPoint struct {
 	Timestamp  time.Time
 	Window     time.Duration
 	Containers []ContainerPoint // sorted by name
-}
-
-// Liveness tells storage which objects still exist: series of deleted nodes are dropped at the end of the cycle
-// that notices, and a pod that does not exist is not stored (deleted pods are dropped by Storage.PodDeleted). cmd
-// wires it to the informers' listers.
-type Liveness interface {
-	NodeExists(name string) bool
-	PodExists(namespace, name string) bool
 }
 
 // Health is the source's collection health, for /readyz and the 503 of DESIGN.md section 3.

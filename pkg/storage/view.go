@@ -33,35 +33,38 @@ type podEntry struct {
 	from, n  uint32
 }
 
-// prune drops series of deleted nodes, stale series and containers missing from their pod's newest report.
+// prune drops stale series and containers missing from their pod's newest report, and returns how many pods have
+// series left. Deleted nodes and pods are gone already (NodeDeleted, PodDeleted). now is on storage's clock (mono).
 // Called with s.mu held.
-func (s *Storage) prune(now int64) {
-	live, stale := s.opts.Liveness, int64(s.opts.StaleAfter)
+func (s *Storage) prune(now int64) (pods int) {
+	stale := int64(s.opts.StaleAfter)
 	for name, sr := range s.nodes {
-		switch {
-		case live != nil && !live.NodeExists(name):
-			seriesPruned.WithLabelValues("deleted").Inc()
-		case now-sr.seen > stale:
+		if now-sr.seen > stale {
 			seriesPruned.WithLabelValues("stale").Inc()
-		default:
-			continue
+			delete(s.nodes, name)
 		}
-		delete(s.nodes, name)
 	}
-	for key, p := range s.pods { // deleted pods are gone already (PodDeleted)
-		if now-p.newestSeen() <= stale {
+	for key, p := range s.pods {
+		switch {
+		case len(p.containers) == 0: // bound, no samples yet
+		case now-p.newestSeen() <= stale:
 			// A container missing from its pod's newest report is gone (an init container that completed, a
 			// container removed by a restart of the pod sandbox).
 			p.containers = slices.DeleteFunc(p.containers, func(c container) bool { return c.batch != p.batch })
-			continue
+			pods++
+		case s.opts.Informed: // the pod still exists: keep its binding, forget its samples
+			seriesPruned.WithLabelValues("stale").Add(float64(len(p.containers)))
+			p.containers = nil
+		default:
+			s.dropPod(key, p, "stale")
 		}
-		s.dropPod(key, p, "stale")
 	}
 	for key, m := range s.lastBatch {
-		if now-m.seen > stale || (key != "" && live != nil && !live.NodeExists(key)) {
+		if now-m.seen > stale {
 			delete(s.lastBatch, key)
 		}
 	}
+	return pods
 }
 
 func (p *pod) newestSeen() int64 {

@@ -188,10 +188,10 @@ func appendEscaped(b []byte, s string) []byte {
 }
 
 // serveFastResource answers plain-text requests itself, with the headers and compression client_golang's
-// handler would use, and hands every other format to the real collector.
+// handler would use, and hands every other format (and a node reporting foreign pods) to the real collector.
 func (n *node) serveFastResource(w http.ResponseWriter, r *http.Request) {
 	format := expfmt.Negotiate(r.Header)
-	if format.FormatType() != expfmt.TypeTextPlain {
+	if format.FormatType() != expfmt.TypeTextPlain || n.foreign.Load() != nil { // the collector renders foreign pods
 		n.resourceHandler().ServeHTTP(w, r)
 		return
 	}

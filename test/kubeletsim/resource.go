@@ -36,19 +36,28 @@ func (sp summaryProvider) GetCPUAndMemoryStats(context.Context) (*statsapi.Summa
 	ts := metav1.NewTime(now)
 	nowNs := now.UnixNano()
 	n := sp.n
+	var foreign []*pod // reported after the node's own, not part of its totals
+	if f := n.foreign.Load(); f != nil {
+		foreign = f.pods(nowNs)
+	}
 
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	own := len(n.pods)
+	pods := n.pods
+	if len(foreign) > 0 {
+		pods = append(pods[:own:own], foreign...)
+	}
 	// One backing array per kind keeps a scrape of a big node to a handful of allocations.
 	var nc int
-	for _, p := range n.pods {
+	for _, p := range pods {
 		nc += len(p.containers)
 	}
-	u64 := make([]uint64, 0, 3*(nc+len(n.pods)+1))
+	u64 := make([]uint64, 0, 3*(nc+len(pods)+1))
 	ptr := func(v uint64) *uint64 { u64 = append(u64, v); return &u64[len(u64)-1] }
-	cpus := make([]statsapi.CPUStats, 0, nc+len(n.pods)+1)
-	mems := make([]statsapi.MemoryStats, 0, nc+len(n.pods)+1)
-	swaps := make([]statsapi.SwapStats, 0, nc+len(n.pods)+1)
+	cpus := make([]statsapi.CPUStats, 0, nc+len(pods)+1)
+	mems := make([]statsapi.MemoryStats, 0, nc+len(pods)+1)
+	swaps := make([]statsapi.SwapStats, 0, nc+len(pods)+1)
 	zero := uint64(0)
 	cpu := func(ns uint64, rate uint64) *statsapi.CPUStats {
 		cpus = append(cpus, statsapi.CPUStats{Time: ts, UsageCoreNanoSeconds: ptr(ns), UsageNanoCores: ptr(rate)})
@@ -65,9 +74,9 @@ func (sp summaryProvider) GetCPUAndMemoryStats(context.Context) (*statsapi.Summa
 	}
 
 	nodeMem := uint64(NodeOverheadMemoryBytes)
-	summary := &statsapi.Summary{Pods: make([]statsapi.PodStats, len(n.pods))}
+	summary := &statsapi.Summary{Pods: make([]statsapi.PodStats, len(pods))}
 	cstats := make([]statsapi.ContainerStats, nc)
-	for i, p := range n.pods {
+	for i, p := range pods {
 		ps := &summary.Pods[i]
 		ps.PodRef = statsapi.PodReference{Name: p.name, Namespace: p.namespace, UID: p.uid}
 		ps.StartTime = metav1.NewTime(p.start)
@@ -79,7 +88,9 @@ func (sp summaryProvider) GetCPUAndMemoryStats(context.Context) (*statsapi.Summa
 			ps.Containers[j] = statsapi.ContainerStats{Name: c.name, StartTime: metav1.NewTime(c.start),
 				CPU: cpu(v, c.cpu.rate), Memory: mem(c.memory), Swap: swap()}
 		}
-		nodeMem += podMem
+		if i < own {
+			nodeMem += podMem
+		}
 		ps.CPU, ps.Memory, ps.Swap = cpu(podCPU, podRate), mem(podMem), swap()
 	}
 	summary.Node = statsapi.NodeStats{NodeName: n.name, StartTime: metav1.NewTime(n.boot),

@@ -95,6 +95,7 @@ type node struct {
 
 	port         int // guarded by Sim.mu
 	fault        atomic.Pointer[Fault]
+	foreign      atomic.Pointer[foreignReport] // another node's pods this one also reports (SetForeign)
 	resourceOnce sync.Once
 	resourceH    http.Handler
 	cadvisorOnce sync.Once

@@ -6,15 +6,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	_ "k8s.io/component-base/metrics/prometheus/restclient" // client-go metrics on /metrics
@@ -27,7 +23,7 @@ import (
 	"github.com/metrics-ring/metrics-ring/pkg/version"
 )
 
-// Run wires and runs metrics-ring until ctx is done: informers (nodes; Running pods as metadata), storage, the
+// Run wires and runs metrics-ring until ctx is done: informers (nodes; Running pods, trimmed), storage, the
 // kubelet scraper (started once the informers have synced) and the API server (serving at once, with /readyz
 // failing until the first collection cycle has finished).
 func Run(ctx context.Context, o *Options) error {
@@ -43,11 +39,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return fmt.Errorf("building the Kubernetes client: %w", err)
 	}
-	metaClient, err := metadata.NewForConfig(restConfig)
-	if err != nil {
-		return fmt.Errorf("building the Kubernetes metadata client: %w", err)
-	}
-	w, err := Wire(o, client, metaClient, restConfig)
+	w, err := Wire(o, client, restConfig)
 	if err != nil {
 		return err
 	}
@@ -64,15 +56,15 @@ type Wired struct {
 }
 
 // Wire builds informers, storage, scraper and server from o and the given clients; tests pass fakes.
-func Wire(o *Options, client kubernetes.Interface, metaClient metadata.Interface, restConfig *rest.Config) (*Wired, error) {
+func Wire(o *Options, client kubernetes.Interface, restConfig *rest.Config) (*Wired, error) {
 	factory := informers.NewSharedInformerFactory(client, 0)
 	nodes := factory.Core().V1().Nodes()
-	// Only Running pods, and only their metadata: a large cluster's pod specs would dominate memory (as in
-	// metrics-server).
-	podFactory := metadatainformer.NewFilteredSharedInformerFactory(metaClient, 0, metav1.NamespaceAll,
-		func(lo *metav1.ListOptions) { lo.FieldSelector = "status.phase=Running" })
-	pods := podFactory.ForResource(corev1.SchemeGroupVersion.WithResource("pods"))
-	nodeInformer, podInformer := nodes.Informer(), pods.Informer()
+	// Only Running pods, and of them only metadata and spec.nodeName (trimmed as they arrive, into runningPod): a
+	// large cluster's pod specs would dominate memory. The node name says whose samples count.
+	podFactory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(
+		func(lo *metav1.ListOptions) { lo.FieldSelector = "status.phase=Running" }))
+	nodeInformer, podInformer := nodes.Informer(), podFactory.Core().V1().Pods().Informer()
+	pods := cache.NewGenericLister(podInformer.GetIndexer(), corev1.Resource("pods"))
 	if err := nodeInformer.SetTransform(trimNode); err != nil {
 		return nil, fmt.Errorf("node informer: %w", err)
 	}
@@ -86,12 +78,15 @@ func Wire(o *Options, client kubernetes.Interface, metaClient metadata.Interface
 		Resolution: o.MetricResolution,
 		Window:     o.Window,
 		StaleAfter: o.StaleAfter,
-		Liveness:   liveness{nodes: nodes.Lister(), pods: pods.Lister()},
+		Informed:   true,
 	})
-	if _, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
-		podDeleted(store, obj)
-	}}); err != nil {
+	if _, err := podInformer.AddEventHandler(podBindings(store)); err != nil {
 		return nil, fmt.Errorf("pod informer: %w", err)
+	}
+	if _, err := nodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		nodeDeleted(store, obj)
+	}}); err != nil {
+		return nil, fmt.Errorf("node informer: %w", err)
 	}
 	so, err := o.Kubelet.ScraperOptions(o.MetricResolution, restConfig)
 	if err != nil {
@@ -111,7 +106,7 @@ func Wire(o *Options, client kubernetes.Interface, metaClient metadata.Interface
 		Metrics:           store,
 		Health:            store,
 		Nodes:             nodes.Lister(),
-		Pods:              pods.Lister(),
+		Pods:              pods,
 		NodeSelector:      requirements(so),
 		InformersSynced:   func() bool { return nodeInformer.HasSynced() && podInformer.HasSynced() },
 		Resolution:        o.MetricResolution,
@@ -180,33 +175,4 @@ func requirements(so scraper.Options) labels.Requirements {
 	}
 	reqs, _ := so.NodeSelector.Requirements()
 	return reqs
-}
-
-// liveness tells storage which nodes and Running pods exist, from the informers.
-type liveness struct {
-	nodes corelisters.NodeLister
-	pods  cache.GenericLister
-}
-
-func (l liveness) NodeExists(name string) bool {
-	_, err := l.nodes.Get(name)
-	return err == nil
-}
-
-func (l liveness) PodExists(namespace, name string) bool {
-	_, err := l.pods.ByNamespace(namespace).Get(name)
-	return err == nil
-}
-
-// podDeleted drops a deleted (or no longer Running) pod's series from storage: the pod informer's delete handler.
-func podDeleted(store *storage.Storage, obj any) {
-	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tombstone.Obj
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		klog.ErrorS(err, "Pod informer delivered a deletion of an unexpected type", "type", fmt.Sprintf("%T", obj))
-		return
-	}
-	store.PodDeleted(m.GetNamespace(), m.GetName())
 }

@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
-	metadatafake "k8s.io/client-go/metadata/fake"
 	"k8s.io/client-go/rest"
 
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
@@ -24,8 +23,8 @@ import (
 
 // TestWiring runs the wired process (informers over fake clients, storage, the real kubelet scraper against an
 // httptest kubelet, the API server on 127.0.0.1) and checks that /readyz turns ready once the first collection
-// cycle has finished, with both named checks, that the node's metrics are then served, and that a deleted pod's
-// are dropped.
+// cycle has finished, with both named checks, that the node's metrics are then served, that a pod bound to another
+// node is not served from this node's report, and that a deleted pod's metrics are dropped.
 func TestWiring(t *testing.T) {
 	var scrapes atomic.Int64
 	kubelet := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -39,16 +38,25 @@ func TestWiring(t *testing.T) {
 		ms := time.Now().UnixMilli()
 		fmt.Fprintf(w, "# TYPE node_cpu_usage_seconds_total counter\nnode_cpu_usage_seconds_total %g %d\n", 100+float64(n)/2, ms)
 		fmt.Fprintf(w, "# TYPE node_memory_working_set_bytes gauge\nnode_memory_working_set_bytes 1.073741824e+09 %d\n", ms)
-		// And one pod's container, reported whether or not the pod still exists, as a kubelet does for a while.
-		fmt.Fprintf(w, "# TYPE container_cpu_usage_seconds_total counter\n"+
-			"container_cpu_usage_seconds_total{container=\"app\",namespace=\"ns\",pod=\"p1\"} %g %d\n", 10+float64(n)/4, ms)
-		fmt.Fprintf(w, "# TYPE container_memory_working_set_bytes gauge\n"+
-			"container_memory_working_set_bytes{container=\"app\",namespace=\"ns\",pod=\"p1\"} 1.048576e+06 %d\n", ms)
+		// And two pods' containers: p1, reported whether or not it still exists, as a kubelet does for a while,
+		// and p2, which is bound to another node.
+		fmt.Fprintf(w, "# TYPE container_cpu_usage_seconds_total counter\n")
+		for _, p := range []string{"p1", "p2"} {
+			fmt.Fprintf(w, "container_cpu_usage_seconds_total{container=\"app\",namespace=\"ns\",pod=%q} %g %d\n", p, 10+float64(n)/4, ms)
+		}
+		fmt.Fprintf(w, "# TYPE container_memory_working_set_bytes gauge\n")
+		for _, p := range []string{"p1", "p2"} {
+			fmt.Fprintf(w, "container_memory_working_set_bytes{container=\"app\",namespace=\"ns\",pod=%q} 1.048576e+06 %d\n", p, ms)
+		}
 	}))
 	defer kubelet.Close()
 	port := kubelet.Listener.Addr().(*net.TCPAddr).Port
 
-	kube := fake.NewClientset(&corev1.Node{
+	running := func(name, node string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: corev1.PodSpec{NodeName: node},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	}
+	kube := fake.NewClientset(running("p1", "node-1"), running("p2", "node-2"), &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "node-1",
 			Annotations:   map[string]string{"metrics.k8s.io/resource-metrics-path": "/custom/resource", "other": "dropped"},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate}}},
@@ -57,14 +65,6 @@ func TestWiring(t *testing.T) {
 			Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}},
 			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(port)}},
 		},
-	})
-	metaScheme := metadatafake.NewTestScheme()
-	if err := metav1.AddMetaToScheme(metaScheme); err != nil {
-		t.Fatal(err)
-	}
-	meta := metadatafake.NewSimpleMetadataClient(metaScheme, &metav1.PartialObjectMetadata{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p1"},
 	})
 
 	o, _, err := parse(t, "--kubelet-insecure-tls", "--kubelet-use-node-status-port", "--metric-resolution=1s",
@@ -81,7 +81,7 @@ func TestWiring(t *testing.T) {
 	o.Server.Authentication.SkipInClusterLookup = true
 	o.Server.Authorization.RemoteKubeConfigFileOptional = true
 
-	w, err := Wire(o, kube, meta, &rest.Config{})
+	w, err := Wire(o, kube, &rest.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,9 +135,11 @@ func TestWiring(t *testing.T) {
 	if _, ok := w.Storage.Pod("ns", "p1"); !ok {
 		t.Fatal("pod ns/p1 not servable when node-1 is")
 	}
+	if p, ok := w.Storage.Pod("ns", "p2"); ok {
+		t.Fatalf("pod ns/p2, bound to node-2, served from node-1's report: %+v", p)
+	}
 	// Deleting the pod drops its series by the next cycle, though the kubelet goes on reporting it.
-	if err := meta.Resource(corev1.SchemeGroupVersion.WithResource("pods")).Namespace("ns").Delete(ctx, "p1",
-		metav1.DeleteOptions{}); err != nil {
+	if err := kube.CoreV1().Pods("ns").Delete(ctx, "p1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	deleted := false

@@ -35,13 +35,15 @@ func trimNode(obj any) (any, error) {
 	}, nil
 }
 
-// podTrimmer is the pod metadata informer's transform. Beyond trimming, it interns label maps: the replicas of a
-// workload carry equal labels, and each pod's own copy of a small map costs about 300 bytes (10 MB of the heap at
-// 30,000 pods). Maps in the informer's cache are read-only, so pods can share one.
+// podTrimmer is the pod informer's transform: a Pod becomes a runningPod. Beyond trimming, it interns label maps
+// and node names: the replicas of a workload carry equal labels, and each pod's own copy of a small map costs about
+// 300 bytes (10 MB of the heap at 30,000 pods); a node's pods all name it. Maps and strings in the informer's cache
+// are read-only, so pods can share them.
 type podTrimmer struct {
-	mu   sync.Mutex
-	sets map[string]map[string]string // by labels in canonical form
-	key  []byte
+	mu    sync.Mutex
+	sets  map[string]map[string]string // by labels in canonical form
+	key   []byte
+	nodes map[string]string
 }
 
 // maxLabelSets bounds the interned sets: when there are this many (workloads came and went, or every pod has
@@ -50,12 +52,30 @@ type podTrimmer struct {
 const maxLabelSets = 16384
 
 func (t *podTrimmer) trim(obj any) (any, error) {
-	p, ok := obj.(*metav1.PartialObjectMetadata)
+	p, ok := obj.(*corev1.Pod)
 	if !ok { // a cache.DeletedFinalStateUnknown tombstone: its object was trimmed when it was cached
 		return obj, nil
 	}
-	return &metav1.PartialObjectMetadata{TypeMeta: p.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: p.Name,
-		Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion, Labels: t.intern(p.Labels)}}, nil
+	return &runningPod{
+		PartialObjectMetadata: metav1.PartialObjectMetadata{TypeMeta: p.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+			Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
+			Labels: t.intern(p.Labels)}},
+		NodeName: t.node(p.Spec.NodeName),
+	}, nil
+}
+
+// node returns the shared copy of a node name.
+func (t *podTrimmer) node(name string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if shared, ok := t.nodes[name]; ok {
+		return shared
+	}
+	if t.nodes == nil || len(t.nodes) >= maxLabelSets { // nodes came and went: start sharing afresh
+		t.nodes = make(map[string]string)
+	}
+	t.nodes[name] = name
+	return name
 }
 
 // intern returns the shared map equal to labels, making labels that map when there is none.

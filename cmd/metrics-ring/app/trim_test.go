@@ -42,12 +42,17 @@ func TestTrimKeepsWhatIsReadAndDropsTheRest(t *testing.T) {
 		t.Errorf("a node without the path annotation kept annotations: %+v", bare)
 	}
 
-	pod := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/v1"},
+	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u2", ResourceVersion: "9", Labels: map[string]string{"app": "web"},
 			Annotations:     map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{...}"},
-			OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-1"}}, ManagedFields: managed}}
-	wantPod := &metav1.PartialObjectMetadata{TypeMeta: pod.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u2", ResourceVersion: "9", Labels: map[string]string{"app": "web"}}}
+			OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-1"}}, ManagedFields: managed},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", Image: "web:1",
+			Env: []corev1.EnvVar{{Name: "BIG", Value: "..."}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.7",
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true}}}}
+	wantPod := &runningPod{PartialObjectMetadata: metav1.PartialObjectMetadata{TypeMeta: pod.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u2", ResourceVersion: "9", Labels: map[string]string{"app": "web"}}},
+		NodeName: "n1"}
 	trimPod := (&podTrimmer{}).trim
 	if got, err := trimPod(pod); err != nil || !reflect.DeepEqual(got, wantPod) {
 		t.Errorf("trimPod: %v\n got %+v\nwant %+v", err, got, wantPod)
@@ -67,12 +72,12 @@ func TestPodsShareEqualLabels(t *testing.T) {
 	trimmer := &podTrimmer{}
 	pod := func(name string, labels map[string]string) map[string]string {
 		t.Helper()
-		got, err := trimmer.trim(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,
-			Labels: labels}})
+		got, err := trimmer.trim(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,
+			Labels: labels}, Spec: corev1.PodSpec{NodeName: "n1"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		lbls := got.(*metav1.PartialObjectMetadata).Labels
+		lbls := got.(*runningPod).Labels
 		if !maps.Equal(lbls, labels) {
 			t.Fatalf("pod %s: labels %v, want %v", name, lbls, labels)
 		}

@@ -6,9 +6,11 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -30,20 +32,32 @@ func main() {
 	kubeconfig := flag.String("kubeconfig", "", "register Nodes and Pods in this cluster (optional)")
 	caOut := flag.String("ca-out", "", "write the CA that signed the nodes' serving certificates here")
 	control := flag.String("control-address", "127.0.0.1:8090", "serves /truth and /ports (JSON); empty disables")
+	foreign := flag.String("foreign", "", "THIEF=VICTIM: node THIEF also reports node VICTIM's pods, with values "+
+		"multiplied by --foreign-factor (as the old node of a pod recreated elsewhere does); /truth keeps the true values")
+	factor := flag.Uint64("foreign-factor", 1000, "factor on the values of the pods --foreign reports")
 	klog.InitFlags(nil)
 	flag.Parse()
-	if err := run(cfg, *kubeconfig, *caOut, *control); err != nil {
+	if err := run(cfg, *kubeconfig, *caOut, *control, *foreign, *factor); err != nil {
 		klog.ErrorS(err, "kubeletsim failed")
 		os.Exit(1)
 	}
 }
 
-func run(cfg kubeletsim.Config, kubeconfig, caOut, control string) error {
+func run(cfg kubeletsim.Config, kubeconfig, caOut, control, foreign string, factor uint64) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	sim, err := kubeletsim.New(cfg)
 	if err != nil {
 		return err
+	}
+	if foreign != "" {
+		thief, victim, ok := strings.Cut(foreign, "=")
+		if !ok {
+			return fmt.Errorf("--foreign=%q: want THIEF=VICTIM (two node names)", foreign)
+		}
+		if err := sim.SetForeign(thief, victim, factor); err != nil {
+			return fmt.Errorf("--foreign: %w", err)
+		}
 	}
 	if err := sim.Start(ctx); err != nil {
 		return err
