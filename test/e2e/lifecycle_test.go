@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/metrics-ring/metrics-ring/test/framework"
 )
 
 // TestNodeDeleted deletes a Node: its metrics and its series in metrics-ring's own /metrics go, and come back when
@@ -122,4 +125,60 @@ func TestPodRecreatedUnderSameName(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestSIGTERMDrains sends SIGTERM to a metrics-ring started with --shutdown-delay-duration: /readyz fails at
+// once while the metrics API goes on answering, and the process exits cleanly, no sooner than the delay.
+func TestSIGTERMDrains(t *testing.T) {
+	const delay = 5 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	b, err := env.api.StartBackend(ctx, framework.BackendConfig{
+		Service: "metrics-ring-drain", IP: "127.0.0.4", Resolution: resolution,
+		Args: append(framework.KubeletSourceArgs(env.simCA), "--shutdown-delay-duration="+delay.String()),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Proc.Stop(10 * time.Second) })
+	if err := b.WaitReady(ctx, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	const nodes = "/apis/metrics.k8s.io/v1beta1/nodes"
+	eventually(t, "the drained backend to serve nodes", settle, func(ctx context.Context) error {
+		if code, body, err := b.Get(ctx, nodes); err != nil || code != http.StatusOK {
+			return fmt.Errorf("GET %s: %d %v %s", nodes, code, err, body)
+		}
+		return nil
+	})
+
+	sigterm := time.Now()
+	if err := b.Proc.Terminate(); err != nil {
+		t.Fatal(err)
+	}
+	// The signal is handled asynchronously: poll, well within the delay.
+	eventuallyEvery(t, "/readyz to fail after SIGTERM", 50*time.Millisecond, delay, func(ctx context.Context) error {
+		if code, body, err := b.Get(ctx, "/readyz?verbose"); err != nil || code == http.StatusOK || !strings.Contains(body, "[-]shutdown") {
+			return fmt.Errorf("/readyz: %d %v %s", code, err, body)
+		}
+		return nil
+	})
+	if code, body, err := b.Get(ctx, nodes); err != nil || code != http.StatusOK {
+		t.Fatalf("GET %s during the shutdown delay: %d %v %s", nodes, code, err, body)
+	}
+	var exitErr error
+	err = framework.Poll(ctx, "metrics-ring to exit after SIGTERM", 100*time.Millisecond, time.Minute, func(context.Context) (bool, error) {
+		exited, err := b.Proc.Exited()
+		exitErr = err
+		return exited, nil
+	})
+	if err != nil {
+		t.Fatalf("%v; log tail:\n%s", err, b.Proc.Tail(20))
+	}
+	if exitErr != nil {
+		t.Errorf("exit after SIGTERM: %v, want status 0; log tail:\n%s", exitErr, b.Proc.Tail(20))
+	}
+	if took := time.Since(sigterm); took < delay {
+		t.Errorf("exited %v after SIGTERM, before the %v delay", took, delay)
+	}
 }

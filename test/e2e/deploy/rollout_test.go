@@ -32,7 +32,9 @@ func checkRollout(d appsv1.Deployment, pod corev1.PodSpec) []error {
 		return []error{fmt.Errorf("Deployment %s rolling update %+v: %v %v", d.Name, ru, err1, err2)}
 	}
 	var errs []error
-	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf("Deployment %s: "+format, append([]any{d.Name}, args...)...)) }
+	fail := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("Deployment %s: "+format, append([]any{d.Name}, args...)...))
+	}
 	if replicas-unavailable < 1 {
 		fail("maxUnavailable %d of %d replicas leaves none serving during a rollout", unavailable, replicas)
 	}
