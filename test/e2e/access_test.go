@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/rest"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
+
+	"github.com/metrics-ring/metrics-ring/test/framework"
 )
 
 // TestRBACNamespaceScoped: a user granted get, list and watch on pods.metrics.k8s.io by a RoleBinding in one
@@ -55,7 +57,7 @@ func TestRBACNamespaceScoped(t *testing.T) {
 		cfg  *rest.Config
 	}{
 		{"through the aggregator", cfg},
-		{"directly at metrics-ring", directConfig(cfg)},
+		{"directly at metrics-ring", directConfig(cfg, env.kubelet)},
 	} {
 		t.Run(target.name, func(t *testing.T) {
 			c, err := metricsclient.NewForConfig(target.cfg)
@@ -126,7 +128,7 @@ func TestNonResourceAccess(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			hc, err := rest.HTTPClientFor(directConfig(cfg))
+			hc, err := rest.HTTPClientFor(directConfig(cfg, env.kubelet))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -167,13 +169,13 @@ func twoNamespaces(t *testing.T) (a, b string, inA int) {
 	return a, b, inA
 }
 
-// directConfig is cfg's identity aimed at the kubelet-source metrics-ring itself, verifying its serving
-// certificate for its Service's name as the aggregator does.
-func directConfig(cfg *rest.Config) *rest.Config {
+// directConfig is cfg's identity aimed at metrics-ring backend b itself, verifying its serving certificate for
+// its Service's name as the aggregator does.
+func directConfig(cfg *rest.Config, b *framework.Backend) *rest.Config {
 	d := rest.CopyConfig(cfg)
-	d.Host = env.kubelet.URL()
+	d.Host = b.URL()
 	d.TLSClientConfig.CAData = env.api.ServingCA.CertPEM
-	d.TLSClientConfig.ServerName = kubeletService + "." + env.api.Namespace + ".svc"
+	d.TLSClientConfig.ServerName = b.Service + "." + env.api.Namespace + ".svc"
 	return d
 }
 

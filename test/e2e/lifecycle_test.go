@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 	"k8s.io/utils/ptr"
 
 	"github.com/metrics-ring/metrics-ring/test/framework"
@@ -128,7 +130,8 @@ func TestPodRecreatedUnderSameName(t *testing.T) {
 }
 
 // TestSIGTERMDrains sends SIGTERM to a metrics-ring started with --shutdown-delay-duration: /readyz fails at
-// once while the metrics API goes on answering, and the process exits cleanly, no sooner than the delay.
+// once while the metrics API goes on answering, a watch opened before goes on with the collections made
+// meanwhile until the server ends it, and the process exits cleanly, no sooner than the delay.
 func TestSIGTERMDrains(t *testing.T) {
 	const delay = 5 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -152,6 +155,21 @@ func TestSIGTERMDrains(t *testing.T) {
 		return nil
 	})
 
+	mc, err := metricsclient.NewForConfig(directConfig(env.cp.Config, b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := mc.MetricsV1beta1().NodeMetricses().Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for range env.sim.Nodes() {
+		if ev := nextEvent(t, w, settle); ev.Type != watch.Added {
+			t.Fatalf("watch nodes: %s first, want ADDED for every node", ev.Type)
+		}
+	}
+
 	sigterm := time.Now()
 	if err := b.Proc.Terminate(); err != nil {
 		t.Fatal(err)
@@ -165,6 +183,15 @@ func TestSIGTERMDrains(t *testing.T) {
 	})
 	if code, body, err := b.Get(ctx, nodes); err != nil || code != http.StatusOK {
 		t.Fatalf("GET %s during the shutdown delay: %d %v %s", nodes, code, err, body)
+	}
+	modified := 0
+	for ev := range w.ResultChan() { // ends when the server ends it, or with ctx
+		if ev.Type == watch.Modified {
+			modified++
+		}
+	}
+	if ended := time.Since(sigterm); modified == 0 || ended < delay || ctx.Err() != nil {
+		t.Errorf("the watch ended %v after SIGTERM (context: %v) with %d MODIFIED events; want it served through the %v delay, with the collections made meanwhile", ended, ctx.Err(), modified, delay)
 	}
 	var exitErr error
 	err = framework.Poll(ctx, "metrics-ring to exit after SIGTERM", 100*time.Millisecond, time.Minute, func(context.Context) (bool, error) {
