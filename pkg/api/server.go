@@ -143,7 +143,14 @@ func NewServer(cfg *genericapiserver.Config, d Deps) (*genericapiserver.GenericA
 	hub, limit := newWatchHub(d.MaxWatches, d.MaxWatchesPerUser), newBuildLimit(d.MaxBuilds)
 	nodes.watches, pods.watches = hub, hub
 	nodes.limit, pods.limit = limit, limit
-	if err := s.AddPreShutdownHook("metrics-ring-end-watches", hub.shutdown); err != nil {
+	// Pre-shutdown hooks run as soon as shutdown starts, but watches are served through --shutdown-delay-duration
+	// like every other request (while /readyz fails and endpoints drain); the server stops accepting requests
+	// once both the delay and this hook are over.
+	delay := s.ShutdownDelayDuration
+	if err := s.AddPreShutdownHook("metrics-ring-end-watches", func() error {
+		time.Sleep(delay)
+		return hub.shutdown()
+	}); err != nil {
 		return nil, fmt.Errorf("adding the watch shutdown hook: %w", err)
 	}
 	info := APIGroupInfo(nodes, pods)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 	"k8s.io/utils/ptr"
+
+	"github.com/metrics-ring/metrics-ring/test/framework"
 )
 
 // TestNodeDeleted deletes a Node: its metrics and its series in metrics-ring's own /metrics go, and come back when
@@ -122,4 +127,85 @@ func TestPodRecreatedUnderSameName(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestSIGTERMDrains sends SIGTERM to a metrics-ring started with --shutdown-delay-duration: /readyz fails at
+// once while the metrics API goes on answering, a watch opened before goes on with the collections made
+// meanwhile until the server ends it, and the process exits cleanly, no sooner than the delay.
+func TestSIGTERMDrains(t *testing.T) {
+	const delay = 5 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	b, err := env.api.StartBackend(ctx, framework.BackendConfig{
+		Service: "metrics-ring-drain", IP: "127.0.0.4", Resolution: resolution,
+		Args: append(framework.KubeletSourceArgs(env.simCA), "--shutdown-delay-duration="+delay.String()),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Proc.Stop(10 * time.Second) })
+	if err := b.WaitReady(ctx, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	const nodes = "/apis/metrics.k8s.io/v1beta1/nodes"
+	eventually(t, "the drained backend to serve nodes", settle, func(ctx context.Context) error {
+		if code, body, err := b.Get(ctx, nodes); err != nil || code != http.StatusOK {
+			return fmt.Errorf("GET %s: %d %v %s", nodes, code, err, body)
+		}
+		return nil
+	})
+
+	mc, err := metricsclient.NewForConfig(directConfig(env.cp.Config, b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := mc.MetricsV1beta1().NodeMetricses().Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for range env.sim.Nodes() {
+		if ev := nextEvent(t, w, settle); ev.Type != watch.Added {
+			t.Fatalf("watch nodes: %s first, want ADDED for every node", ev.Type)
+		}
+	}
+
+	sigterm := time.Now()
+	if err := b.Proc.Terminate(); err != nil {
+		t.Fatal(err)
+	}
+	// The signal is handled asynchronously: poll, well within the delay.
+	eventuallyEvery(t, "/readyz to fail after SIGTERM", 50*time.Millisecond, delay, func(ctx context.Context) error {
+		if code, body, err := b.Get(ctx, "/readyz?verbose"); err != nil || code == http.StatusOK || !strings.Contains(body, "[-]shutdown") {
+			return fmt.Errorf("/readyz: %d %v %s", code, err, body)
+		}
+		return nil
+	})
+	if code, body, err := b.Get(ctx, nodes); err != nil || code != http.StatusOK {
+		t.Fatalf("GET %s during the shutdown delay: %d %v %s", nodes, code, err, body)
+	}
+	modified := 0
+	for ev := range w.ResultChan() { // ends when the server ends it, or with ctx
+		if ev.Type == watch.Modified {
+			modified++
+		}
+	}
+	if ended := time.Since(sigterm); modified == 0 || ended < delay || ctx.Err() != nil {
+		t.Errorf("the watch ended %v after SIGTERM (context: %v) with %d MODIFIED events; want it served through the %v delay, with the collections made meanwhile", ended, ctx.Err(), modified, delay)
+	}
+	var exitErr error
+	err = framework.Poll(ctx, "metrics-ring to exit after SIGTERM", 100*time.Millisecond, time.Minute, func(context.Context) (bool, error) {
+		exited, err := b.Proc.Exited()
+		exitErr = err
+		return exited, nil
+	})
+	if err != nil {
+		t.Fatalf("%v; log tail:\n%s", err, b.Proc.Tail(20))
+	}
+	if exitErr != nil {
+		t.Errorf("exit after SIGTERM: %v, want status 0; log tail:\n%s", exitErr, b.Proc.Tail(20))
+	}
+	if took := time.Since(sigterm); took < delay {
+		t.Errorf("exited %v after SIGTERM, before the %v delay", took, delay)
+	}
 }

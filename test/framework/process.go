@@ -101,6 +101,18 @@ func (p *Process) Stop(grace time.Duration) {
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 }
 
+// Terminate sends SIGTERM to the process group and returns at once, so that a test can watch the shutdown;
+// Exited tells when it is over, and Stop still cleans up.
+func (p *Process) Terminate() error {
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	if cmd == nil {
+		return fmt.Errorf("%s is not running", p.Name)
+	}
+	return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+}
+
 // Kill stops the process group at once with SIGKILL, as a crash would.
 func (p *Process) Kill() { p.Stop(0) }
 

@@ -129,16 +129,20 @@ func Wire(o *Options, client kubernetes.Interface, restConfig *rest.Config) (*Wi
 	}, nil
 }
 
-// Run starts the informers, the scraper once they have synced, and serves until ctx is done.
+// Run starts the informers, the scraper once they have synced, and serves until ctx is done (SIGTERM). Then
+// /readyz fails at once, the server goes on serving for --shutdown-delay-duration so that endpoints drain, ends
+// the watches and returns; the informers and the source run until then, so what is served stays fresh.
 func (w *Wired) Run(ctx context.Context) error {
-	w.start(ctx.Done())
-	go returnStartupMemory(ctx, w.Storage.Latest().Changed())
+	collect, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	w.start(collect.Done())
+	go returnStartupMemory(collect, w.Storage.Latest().Changed())
 	go func() {
-		if !cache.WaitForCacheSync(ctx.Done(), w.synced...) {
+		if !cache.WaitForCacheSync(collect.Done(), w.synced...) {
 			return
 		}
 		klog.InfoS("Informers synced, starting collection")
-		w.Source.Run(ctx)
+		w.Source.Run(collect)
 	}()
 	return w.Server.PrepareRun().RunWithContext(ctx)
 }

@@ -21,12 +21,25 @@ import (
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
-// TestWiring runs the wired process (informers over fake clients, storage, the real kubelet scraper against an
-// httptest kubelet, the API server on 127.0.0.1) and checks that /readyz turns ready once the first collection
-// cycle has finished, with both named checks, that the node's metrics are then served, that a pod bound to another
-// node is not served from this node's report, and that a deleted pod's metrics are dropped.
-func TestWiring(t *testing.T) {
-	var scrapes atomic.Int64
+// fixture is the wired process (informers over a fake client holding node-1, its pod ns/p1 and ns/p2 of node-2,
+// storage, the real
+// kubelet scraper against an httptest kubelet, the API server on 127.0.0.1), running until stop, the test's
+// SIGTERM, is called.
+type fixture struct {
+	w       *Wired
+	addr    string
+	kube    *fake.Clientset
+	scrapes *atomic.Int64
+	stop    context.CancelFunc
+	done    chan error
+	exited  bool
+	err     error
+}
+
+// startFixture wires and runs the process with args added to the flags it needs; the test's end stops it.
+func startFixture(t *testing.T, args ...string) *fixture {
+	t.Helper()
+	f := &fixture{scrapes: &atomic.Int64{}, done: make(chan error, 1)}
 	kubelet := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The node's annotation moved the path: it must survive the informer's trimming.
 		if r.URL.Path != "/custom/resource" {
@@ -34,7 +47,7 @@ func TestWiring(t *testing.T) {
 			return
 		}
 		// A kubelet's node series: a fresh timestamp and a growing CPU counter at every scrape.
-		n := scrapes.Add(1)
+		n := f.scrapes.Add(1)
 		ms := time.Now().UnixMilli()
 		fmt.Fprintf(w, "# TYPE node_cpu_usage_seconds_total counter\nnode_cpu_usage_seconds_total %g %d\n", 100+float64(n)/2, ms)
 		fmt.Fprintf(w, "# TYPE node_memory_working_set_bytes gauge\nnode_memory_working_set_bytes 1.073741824e+09 %d\n", ms)
@@ -49,14 +62,14 @@ func TestWiring(t *testing.T) {
 			fmt.Fprintf(w, "container_memory_working_set_bytes{container=\"app\",namespace=\"ns\",pod=%q} 1.048576e+06 %d\n", p, ms)
 		}
 	}))
-	defer kubelet.Close()
+	t.Cleanup(kubelet.Close)
 	port := kubelet.Listener.Addr().(*net.TCPAddr).Port
 
 	running := func(name, node string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: corev1.PodSpec{NodeName: node},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 	}
-	kube := fake.NewClientset(running("p1", "node-1"), running("p2", "node-2"), &corev1.Node{
+	f.kube = fake.NewClientset(running("p1", "node-1"), running("p2", "node-2"), &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "node-1",
 			Annotations:   map[string]string{"metrics.k8s.io/resource-metrics-path": "/custom/resource", "other": "dropped"},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate}}},
@@ -67,8 +80,8 @@ func TestWiring(t *testing.T) {
 		},
 	})
 
-	o, _, err := parse(t, "--kubelet-insecure-tls", "--kubelet-use-node-status-port", "--metric-resolution=1s",
-		"--bind-address=127.0.0.1", "--cert-dir="+t.TempDir())
+	o, _, err := parse(t, append([]string{"--kubelet-insecure-tls", "--kubelet-use-node-status-port", "--metric-resolution=1s",
+		"--bind-address=127.0.0.1", "--cert-dir=" + t.TempDir()}, args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,42 +89,75 @@ func TestWiring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.addr = ln.Addr().String()
 	o.Server.SecureServing.Listener = ln
 	o.Server.Authentication.RemoteKubeConfigFileOptional = true
 	o.Server.Authentication.SkipInClusterLookup = true
 	o.Server.Authorization.RemoteKubeConfigFileOptional = true
 
-	w, err := Wire(o, kube, &rest.Config{})
-	if err != nil {
+	if f.w, err = Wire(o, f.kube, &rest.Config{}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	defer func() {
+	f.stop = cancel
+	go func() { f.done <- f.w.Run(ctx) }()
+	t.Cleanup(func() {
 		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second): // a bound, not an assertion
+		if ok, _ := f.wait(30 * time.Second); !ok { // a bound, not an assertion
 			t.Error("did not stop")
 		}
-	}()
+	})
+	return f
+}
 
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	url := "https://" + ln.Addr().String() + "/readyz?verbose"
+// wait waits at most bound for Run to return and reports whether it returned, and its error.
+func (f *fixture) wait(bound time.Duration) (bool, error) {
+	if f.exited {
+		return true, f.err
+	}
+	select {
+	case f.err = <-f.done:
+		f.exited = true
+	case <-time.After(bound):
+	}
+	return f.exited, f.err
+}
+
+// waitReady polls /readyz?verbose until it passes (bounded) and returns its last answer.
+func (f *fixture) waitReady(t *testing.T) string {
+	t.Helper()
 	var body string
 	for i := 0; i < 300; i++ { // bounded: the first cycle needs one scrape of one loopback kubelet
-		resp, err := client.Get(url)
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			body = string(b)
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
+		code, b, err := insecureGet("https://" + f.addr + "/readyz?verbose")
+		body = b
+		if err == nil && code == http.StatusOK {
+			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	return body
+}
+
+// insecureGet GETs url without credentials; only the status and body matter.
+func insecureGet(url string) (int, string, error) {
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	defer client.CloseIdleConnections()
+	resp, err := client.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+// TestWiring checks that /readyz turns ready once the first collection cycle has finished, with both named
+// checks, that the node's metrics are then served, that a pod bound to another node is not served from this node's
+// report, and that a deleted pod's metrics are dropped.
+func TestWiring(t *testing.T) {
+	f := startFixture(t)
+	w, ctx := f.w, context.Background()
+	body := f.waitReady(t)
 	for _, want := range []string{"[+]informer-sync ok", "[+]metric-collection ok", "readyz check passed"} {
 		if !strings.Contains(body, want) {
 			t.Fatalf("/readyz never passed with %q:\n%s", want, body)
@@ -130,7 +176,7 @@ func TestWiring(t *testing.T) {
 		}
 	}
 	if !ok || p.Memory != 1<<30 {
-		t.Fatalf("node-1 never servable (%v) or wrong memory %d after %d scrapes", ok, p.Memory, scrapes.Load())
+		t.Fatalf("node-1 never servable (%v) or wrong memory %d after %d scrapes", ok, p.Memory, f.scrapes.Load())
 	}
 	if _, ok := w.Storage.Pod("ns", "p1"); !ok {
 		t.Fatal("pod ns/p1 not servable when node-1 is")
@@ -139,7 +185,7 @@ func TestWiring(t *testing.T) {
 		t.Fatalf("pod ns/p2, bound to node-2, served from node-1's report: %+v", p)
 	}
 	// Deleting the pod drops its series by the next cycle, though the kubelet goes on reporting it.
-	if err := kube.CoreV1().Pods("ns").Delete(ctx, "p1", metav1.DeleteOptions{}); err != nil {
+	if err := f.kube.CoreV1().Pods("ns").Delete(ctx, "p1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	deleted := false
@@ -151,19 +197,17 @@ func TestWiring(t *testing.T) {
 		}
 	}
 	if !deleted {
-		t.Fatalf("deleted pod ns/p1 still served after %d scrapes", scrapes.Load())
+		t.Fatalf("deleted pod ns/p1 still served after %d scrapes", f.scrapes.Load())
 	}
 	if _, ok := w.Storage.Node("node-1"); !ok {
 		t.Fatal("node-1 not served after its pod was deleted")
 	}
-	nodesURL := "https://" + ln.Addr().String() + "/apis/metrics.k8s.io/v1beta1/nodes"
-	resp, err := client.Get(nodesURL)
+	code, _, err := insecureGet("https://" + f.addr + "/apis/metrics.k8s.io/v1beta1/nodes")
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
 	// Anonymous (no front proxy, no SubjectAccessReview) is authenticated but not authorized.
-	if resp.StatusCode != http.StatusForbidden {
-		t.Fatalf("anonymous list nodes: %d, want 403", resp.StatusCode)
+	if code != http.StatusForbidden {
+		t.Fatalf("anonymous list nodes: %d, want 403", code)
 	}
 }

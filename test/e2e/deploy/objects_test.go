@@ -167,13 +167,14 @@ func checkObjects(o *objects, w overlayWant) error {
 		}
 	}
 
-	// Upgrades keep a ready replica; HA keeps one through voluntary disruptions and spreads the replicas.
+	// Upgrades keep a ready replica and progress on as many nodes as replicas; stopping drains; memory is bounded.
+	// HA keeps one replica through voluntary disruptions and spreads the replicas.
 	if replicas := ptr.Deref(d.Spec.Replicas, 1); replicas != w.replicas {
 		fail("Deployment %s has %d replicas, want %d", d.Name, replicas, w.replicas)
 	}
-	if ru := d.Spec.Strategy.RollingUpdate; ru == nil || ru.MaxUnavailable == nil || ru.MaxUnavailable.IntValue() != 0 {
-		fail("Deployment %s rolling update must have maxUnavailable 0: %+v", d.Name, d.Spec.Strategy)
-	}
+	errs = append(errs, checkRollout(d, pod)...)
+	errs = append(errs, checkShutdown(pod, c)...)
+	errs = append(errs, checkMemory(c)...)
 	if w.ha {
 		errs = append(errs, checkHA(o, pod, podLabels)...)
 	} else if len(o.pdbs) != 0 {
