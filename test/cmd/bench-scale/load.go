@@ -30,10 +30,10 @@ type loadResult struct {
 	coll                          collection
 }
 
-// keptInterval is the load phase's verdict on collection: every interval had its cycle, each cycle finished
-// within the resolution, and no kubelet request failed.
-func (l *loadResult) keptInterval(resolution time.Duration) bool {
-	return l.coll.cycles >= l.expectedCycles-1 && l.coll.cycleP99 < resolution.Seconds() && l.coll.failuresInWindow == 0
+// keptInterval is a phase's verdict on collection: every interval had its cycle, each cycle finished within the
+// resolution, and no kubelet request failed.
+func keptInterval(c collection, expectedCycles float64, resolution time.Duration) bool {
+	return c.cycles >= expectedCycles-1 && c.cycleP99 < resolution.Seconds() && c.failuresInWindow == 0
 }
 
 // one request's outcome, kept per client so the clients share nothing on the hot path.
@@ -49,11 +49,11 @@ type outcome struct {
 // in flight at the deadline finish (each is bounded by the client's timeout). Meanwhile it samples the target's
 // RSS, and reads its self-metrics before and after to see whether collection kept its interval.
 func runLoad(ctx context.Context, o options, t target, b *framework.Backend, direct *http.Client, base string,
-	newClient func() (*http.Client, error)) (*loadResult, error) {
+	newClient func(time.Duration) (*http.Client, error)) (*loadResult, error) {
 	l := &loadResult{clients: o.loadClients, via: o.loadVia, errorKinds: map[string]int{}}
 	clients := make([]*http.Client, o.loadClients)
 	for i := range clients {
-		hc, err := newClient()
+		hc, err := newClient(2 * time.Minute)
 		if err != nil {
 			return nil, err
 		}
