@@ -26,6 +26,7 @@ type loadResult struct {
 	p50, p99, max                 time.Duration
 	bytes                         int64 // of one complete answer
 	rssStart, rssMax, rssEnd, hwm uint64
+	hwmReset                      bool // hwm is the load's peak, not the process's since start
 	expectedCycles                float64
 	coll                          collection
 }
@@ -66,6 +67,8 @@ func runLoad(ctx context.Context, o options, t target, b *framework.Backend, dir
 	if err != nil {
 		return nil, err
 	}
+	// The peak is this phase's, not the reader phase's before it.
+	l.hwmReset = resetPeakRSS(b.Proc.Pid())
 	s0, err := b.Proc.Stat()
 	if err != nil {
 		return nil, err

@@ -167,6 +167,8 @@ func runReaders(ctx context.Context, o options, t target, b *framework.Backend, 
 	r.expectedCycles = float64(int(r.elapsed / o.resolution))
 	r.tallyWatchers(tallies, gen1, pods)
 	r.tallyPagers(pagers)
+	fmt.Fprintf(os.Stderr, "%s: readers: RSS %s idle, %s peak; events per watcher min %d, median %d of %d due; %d page-throughs\n",
+		t.name, mib(float64(r.rssIdle)), mib(float64(r.rssPeak)), r.eventsMin, r.eventsMedian, r.dueMedian, r.throughs)
 	return r, nil
 }
 

@@ -215,7 +215,11 @@ func (r *result) printLoad(t table) {
 	t.row("RSS before the load", true, mibf, l(func(l *loadResult) float64 { return float64(l.rssStart) }))
 	t.row("RSS, max sampled every 0.5 s", true, mibf, l(func(l *loadResult) float64 { return float64(l.rssMax) }))
 	t.row("RSS after the load", true, mibf, l(func(l *loadResult) float64 { return float64(l.rssEnd) }))
-	t.row("peak RSS (VmHWM) since start", true, mibf, l(func(l *loadResult) float64 { return float64(l.hwm) }))
+	hwm := "peak RSS (VmHWM) since start"
+	if len(t.targets) > 0 && t.targets[0].load != nil && t.targets[0].load.hwmReset {
+		hwm = "peak RSS (VmHWM) during the load"
+	}
+	t.row(hwm, true, mibf, l(func(l *loadResult) float64 { return float64(l.hwm) }))
 	t.row("Go heap in use after", true, mibf, l(func(l *loadResult) float64 { return l.coll.heap }))
 	for _, tr := range t.targets {
 		if tr.load == nil {
