@@ -63,13 +63,9 @@ func runLoad(ctx context.Context, o options, t target, b *framework.Backend, dir
 	wantPods := o.nodes * o.pods
 	fmt.Fprintf(os.Stderr, "%s: load: %d clients listing all %d pods via %s for %s (at most %d requests)...\n",
 		t.name, o.loadClients, wantPods, o.loadVia, o.loadDuration, o.loadMaxRequests)
-	m0, err := scrapeMetrics(ctx, direct, b.URL())
-	if err != nil {
-		return nil, err
-	}
 	// The peak is this phase's, not the reader phase's before it.
 	l.hwmReset = resetPeakRSS(b.Proc.Pid())
-	s0, err := b.Proc.Stat()
+	s0, m0, err := observe(ctx, b, direct)
 	if err != nil {
 		return nil, err
 	}
@@ -79,25 +75,7 @@ func runLoad(ctx context.Context, o options, t target, b *framework.Backend, dir
 	lctx, cancel := context.WithTimeout(ctx, o.loadDuration+3*time.Minute)
 	defer cancel()
 	var bg sync.WaitGroup
-	stopSampling := make(chan struct{})
-	var rssMax atomic.Uint64
-	rssMax.Store(s0.RSS)
-	bg.Go(func() {
-		tick := time.NewTicker(500 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stopSampling:
-				return
-			case <-lctx.Done():
-				return
-			case <-tick.C:
-				if st, err := b.Proc.Stat(); err == nil && st.RSS > rssMax.Load() {
-					rssMax.Store(st.RSS)
-				}
-			}
-		}
-	})
+	rss := sampleRSS(lctx, b, nil)
 	var profErr error
 	if t.profiles && o.cpuProfile != "" {
 		secs := max(1, min(100, int(o.loadDuration.Seconds())))
@@ -121,12 +99,8 @@ func runLoad(ctx context.Context, o options, t target, b *framework.Backend, dir
 	}
 	wg.Wait()
 	l.elapsed = time.Since(start)
-	close(stopSampling)
-	s1, err := b.Proc.Stat()
-	if err != nil {
-		return nil, err
-	}
-	m1, err := scrapeMetrics(ctx, direct, b.URL())
+	rssMax := rss.stop()
+	s1, m1, err := observe(ctx, b, direct)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +108,7 @@ func runLoad(ctx context.Context, o options, t target, b *framework.Backend, dir
 	if profErr != nil {
 		return nil, profErr
 	}
-	l.rssMax, l.rssEnd, l.hwm = max(rssMax.Load(), s1.RSS), s1.RSS, s1.PeakRSS
+	l.rssMax, l.rssEnd, l.hwm = max(rssMax, s0.RSS, s1.RSS), s1.RSS, s1.PeakRSS
 	l.coll.window, l.coll.loadAfter = l.elapsed, loadAvg()
 	l.coll.cpuPerMin = (s1.CPU - s0.CPU).Seconds() / l.elapsed.Minutes()
 	l.coll.rss, l.coll.peakRSS = s1.RSS, s1.PeakRSS

@@ -62,15 +62,11 @@ func runReaders(ctx context.Context, o options, t target, b *framework.Backend, 
 		return nil, ctx.Err()
 	}
 	r.hwmReset = resetPeakRSS(b.Proc.Pid())
-	s0, err := b.Proc.Stat()
+	s0, m0, err := observe(ctx, b, direct)
 	if err != nil {
 		return nil, err
 	}
 	r.rssIdle, r.coll.loadBefore = s0.RSS, loadAvg()
-	m0, err := scrapeMetrics(ctx, direct, b.URL())
-	if err != nil {
-		return nil, err
-	}
 	gen0, err := generation(ctx, direct, b.URL())
 	if err != nil {
 		return nil, err
@@ -79,28 +75,11 @@ func runReaders(ctx context.Context, o options, t target, b *framework.Backend, 
 	// Everything below ends by pctx: the phase, the grace, and a minute for requests in flight; or the RSS limit.
 	pctx, stopAll := context.WithTimeout(ctx, timeout)
 	defer stopAll()
-	var rssMax atomic.Uint64
 	var capped atomic.Bool
-	stopSampling := make(chan struct{})
-	var bg sync.WaitGroup
-	bg.Go(func() {
-		tick := time.NewTicker(500 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stopSampling:
-				return
-			case <-pctx.Done():
-				return
-			case <-tick.C:
-				if st, err := b.Proc.Stat(); err == nil {
-					rssMax.Store(max(rssMax.Load(), st.RSS))
-					if st.RSS > o.readersRSSLimit {
-						capped.Store(true)
-						stopAll()
-					}
-				}
-			}
+	rss := sampleRSS(pctx, b, func(v uint64) {
+		if v > o.readersRSSLimit {
+			capped.Store(true)
+			stopAll()
 		}
 	})
 
@@ -125,11 +104,7 @@ func runReaders(ctx context.Context, o options, t target, b *framework.Backend, 
 	paging.Wait()
 	r.elapsed = time.Since(start)
 	// The window of collection and CPU figures is the phase itself, not the grace after it.
-	s1, err := b.Proc.Stat()
-	if err != nil {
-		return nil, err
-	}
-	m1, err := scrapeMetrics(ctx, direct, b.URL())
+	s1, m1, err := observe(ctx, b, direct)
 	if err != nil {
 		return nil, err
 	}
@@ -149,14 +124,13 @@ func runReaders(ctx context.Context, o options, t target, b *framework.Backend, 
 	}
 	stopAll()
 	watchers.Wait()
-	close(stopSampling)
-	bg.Wait()
+	rssMax := rss.stop()
 	s2, err := b.Proc.Stat()
 	if err != nil {
 		return nil, err
 	}
 	r.capped, r.collections = capped.Load(), gen1-gen0
-	r.rssPeak = max(rssMax.Load(), s1.RSS, s2.RSS)
+	r.rssPeak = max(rssMax, s1.RSS, s2.RSS)
 	if r.hwmReset {
 		r.rssPeak = max(r.rssPeak, s2.PeakRSS)
 	}
@@ -233,13 +207,4 @@ func generation(ctx context.Context, hc *http.Client, base string) (uint64, erro
 		return 0, fmt.Errorf("the nodes list's resourceVersion %q is not a generation", l.Metadata.ResourceVersion)
 	}
 	return gen, nil
-}
-
-// resetPeakRSS resets the kernel's RSS high-water mark (VmHWM) of pid, so a later reading is the phase's peak,
-// not start-up's. It reports whether that worked (Linux only).
-func resetPeakRSS(pid int) bool {
-	if pid == 0 {
-		return false
-	}
-	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0) == nil
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"math"
-	"slices"
-	"strings"
 )
 
 func (r *result) printReaders(t table) {
@@ -61,16 +59,7 @@ func (r *result) printReaders(t table) {
 			fmt.Fprintf(t.tw, "  %s: no reader phase (it serves no watch)\n", tr.name)
 			continue
 		}
-		fmt.Fprintf(t.tw, "  %s: load average %s at the start, %s at the end", tr.name, tr.readers.coll.loadBefore, tr.readers.coll.loadAfter)
-		kinds := make([]string, 0, len(tr.readers.failures))
-		for k, n := range tr.readers.failures {
-			kinds = append(kinds, fmt.Sprintf("%dx %s", n, k))
-		}
-		slices.Sort(kinds)
-		if len(kinds) > 0 {
-			fmt.Fprintf(t.tw, "; failures: %s", strings.Join(kinds, "; "))
-		}
-		fmt.Fprintln(t.tw)
+		t.footnote(tr.name, tr.readers.coll, tr.readers.failures)
 	}
 }
 

@@ -225,15 +225,20 @@ func (r *result) printLoad(t table) {
 		if tr.load == nil {
 			continue
 		}
-		fmt.Fprintf(t.tw, "  %s: load average %s at the start, %s at the end", tr.name, tr.load.coll.loadBefore, tr.load.coll.loadAfter)
-		kinds := make([]string, 0, len(tr.load.errorKinds))
-		for k, n := range tr.load.errorKinds {
-			kinds = append(kinds, fmt.Sprintf("%dx %s", n, k))
-		}
-		slices.Sort(kinds)
-		if len(kinds) > 0 {
-			fmt.Fprintf(t.tw, "; failures: %s", strings.Join(kinds, "; "))
-		}
-		fmt.Fprintln(t.tw)
+		t.footnote(tr.name, tr.load.coll, tr.load.errorKinds)
 	}
+}
+
+// footnote prints a phase's load average and its failures by kind, for one target.
+func (t table) footnote(name string, c collection, failures map[string]int) {
+	fmt.Fprintf(t.tw, "  %s: load average %s at the start, %s at the end", name, c.loadBefore, c.loadAfter)
+	kinds := make([]string, 0, len(failures))
+	for k, n := range failures {
+		kinds = append(kinds, fmt.Sprintf("%dx %s", n, k))
+	}
+	slices.Sort(kinds)
+	if len(kinds) > 0 {
+		fmt.Fprintf(t.tw, "; failures: %s", strings.Join(kinds, "; "))
+	}
+	fmt.Fprintln(t.tw)
 }
