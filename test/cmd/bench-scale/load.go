@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"slices"
@@ -31,10 +32,13 @@ type loadResult struct {
 	coll                          collection
 }
 
-// keptInterval is a phase's verdict on collection: every interval had its cycle, each cycle finished within the
-// resolution, and no kubelet request failed.
-func keptInterval(c collection, expectedCycles float64, resolution time.Duration) bool {
-	return c.cycles >= expectedCycles-1 && c.cycleP99 < resolution.Seconds() && c.failuresInWindow == 0
+// keptInterval is a phase's verdict on collection, for yesNo: every interval had its cycle, each cycle finished
+// within the resolution, and no kubelet request failed. A window shorter than one interval has no verdict (NaN).
+func keptInterval(c collection, expectedCycles float64, resolution time.Duration) float64 {
+	if expectedCycles < 1 {
+		return math.NaN()
+	}
+	return b2f(c.cycles >= expectedCycles-1 && c.cycleP99 < resolution.Seconds() && c.failuresInWindow == 0)
 }
 
 // one request's outcome, kept per client so the clients share nothing on the hot path.

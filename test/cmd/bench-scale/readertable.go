@@ -27,8 +27,8 @@ func (r *result) printReaders(t table) {
 	t.row("RSS idle, before the phase", true, mibf, rd(func(r *readersResult) float64 { return float64(r.rssIdle) }))
 	t.row("RSS peak during it", true, mibf, rd(func(r *readersResult) float64 { return float64(r.rssPeak) }))
 	t.row("  peak / idle (goal <= 2)", true, ratio, rd(func(r *readersResult) float64 { return float64(r.rssPeak) / float64(r.rssIdle) }))
-	t.row("  peak includes VmHWM, not only 0.5 s samples (1 = yes)", false, count, rd(func(r *readersResult) float64 { return b2f(r.hwmReset) }))
-	t.row("stopped at -readers-rss-limit (1 = yes)", false, count, rd(func(r *readersResult) float64 { return b2f(r.capped) }))
+	t.row("  peak includes VmHWM, not only 0.5 s samples", false, yesNo, rd(func(r *readersResult) float64 { return b2f(r.hwmReset) }))
+	t.row("stopped at -readers-rss-limit", false, yesNo, rd(func(r *readersResult) float64 { return b2f(r.capped) }))
 	t.row("elapsed", false, secs, rd(func(r *readersResult) float64 { return r.elapsed.Seconds() }))
 	t.row("collections in it (resourceVersions)", false, count, n(func(r *readersResult) int { return int(r.collections) }))
 	t.row("events per watcher, min", true, count, n(func(r *readersResult) int { return r.eventsMin }))
@@ -50,8 +50,8 @@ func (r *result) printReaders(t table) {
 	t.row("cycle duration, mean", true, seconds, rd(func(r *readersResult) float64 { return r.coll.cycleMean }))
 	t.row("cycle duration, p99 (histogram)", false, seconds, rd(func(r *readersResult) float64 { return r.coll.cycleP99 }))
 	t.row("failed kubelet requests in it", false, count, rd(func(r *readersResult) float64 { return r.coll.failuresInWindow }))
-	t.row("collection kept its interval (1 = yes)", false, count, rd(func(r *readersResult) float64 {
-		return b2f(keptInterval(r.coll, r.expectedCycles, o.resolution))
+	t.row("collection kept its interval", false, yesNo, rd(func(r *readersResult) float64 {
+		return keptInterval(r.coll, r.expectedCycles, o.resolution)
 	}))
 	t.row("CPU during the phase", true, cpu, rd(func(r *readersResult) float64 { return r.coll.cpuPerMin }))
 	for _, tr := range t.targets {
@@ -64,6 +64,17 @@ func (r *result) printReaders(t table) {
 }
 
 func ratio(v float64) string { return fmt.Sprintf("%.2f", v) }
+
+// yesNo formats a verdict: 1 yes, 0 no, NaN none.
+func yesNo(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "n/a"
+	case v != 0:
+		return "yes"
+	}
+	return "no"
+}
 
 func b2f(b bool) float64 {
 	if b {

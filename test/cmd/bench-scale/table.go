@@ -205,11 +205,8 @@ func (r *result) printLoad(t table) {
 	t.row("cycle duration, mean", true, seconds, l(func(l *loadResult) float64 { return l.coll.cycleMean }))
 	t.row("cycle duration, p99 (histogram)", false, seconds, l(func(l *loadResult) float64 { return l.coll.cycleP99 }))
 	t.row("failed kubelet requests in it", false, count, l(func(l *loadResult) float64 { return l.coll.failuresInWindow }))
-	t.row("collection kept its interval (1 = yes)", false, count, l(func(l *loadResult) float64 {
-		if keptInterval(l.coll, l.expectedCycles, o.resolution) {
-			return 1
-		}
-		return 0
+	t.row("collection kept its interval", false, yesNo, l(func(l *loadResult) float64 {
+		return keptInterval(l.coll, l.expectedCycles, o.resolution)
 	}))
 	t.row("CPU during the load", true, cpu, l(func(l *loadResult) float64 { return l.coll.cpuPerMin }))
 	t.row("RSS before the load", true, mibf, l(func(l *loadResult) float64 { return float64(l.rssStart) }))
