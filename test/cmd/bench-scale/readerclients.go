@@ -162,7 +162,8 @@ func watchPods(ctx context.Context, hc *http.Client, url string, startGen uint64
 
 // pageTally is one pager's account.
 type pageTally struct {
-	pages, throughs, short int // short: a page-through that ended without every pod
+	pages, throughs, short int            // short: a page-through that ended without every pod
+	shortBy                map[string]int // short page-throughs by what they held
 	failures               map[string]int
 	ds                     []time.Duration
 }
@@ -172,7 +173,7 @@ type pageTally struct {
 // for Retry-After (at most 5 s) and asks again, 410 (an expired continue token) starts again from the first
 // page, any other failure asks again after a short pause.
 func pagePods(ctx context.Context, hc *http.Client, base string, limit, pods int, deadline time.Time, budget *atomic.Int64) *pageTally {
-	p := &pageTally{failures: map[string]int{}}
+	p := &pageTally{failures: map[string]int{}, shortBy: map[string]int{}}
 	cont, items := "", 0
 	for time.Now().Before(deadline) && ctx.Err() == nil && budget.Add(-1) >= 0 {
 		url := fmt.Sprintf("%s%s?limit=%d", base, podsPath, limit)
@@ -196,6 +197,7 @@ func pagePods(ctx context.Context, hc *http.Client, base string, limit, pods int
 				p.throughs++
 				if items != pods {
 					p.short++
+					p.shortBy[fmt.Sprintf("page-through with %d of %d pods", items, pods)]++
 				}
 				items = 0
 			}

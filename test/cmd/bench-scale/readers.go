@@ -178,6 +178,9 @@ func (r *readersResult) tallyPagers(pagers []*pageTally) {
 		r.throughs += p.throughs
 		r.short += p.short
 		ds = append(ds, p.ds...)
+		for k, n := range p.shortBy {
+			r.failures[k] += n
+		}
 		for k, n := range p.failures {
 			r.failures["page: "+k] += n
 			if k == "status 429" {
