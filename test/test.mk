@@ -26,14 +26,15 @@ demo: ## a local cluster (5 simulated nodes, 40 pods) with metrics-ring behind t
 test-e2e: tools ## end-to-end tests against a real kube-apiserver, kubectl and HPA controller
 	cd $(METRICS_RING_TEST_DIR) && $(GO) test -count=1 -p=1 -timeout=$(E2E_TIMEOUT) $(E2E_FLAGS) $(E2E_PKGS)
 
-# The scale and load benchmarks (issues 6 and 7) run on their own, never in `make test`. BENCH_FLAGS adds flags,
-# e.g. BENCH_FLAGS="-nodes 100 -metrics-server v0.9.0" (that also runs upstream metrics-server on the same cluster,
-# for ratios); `cd test && go run ./cmd/bench-scale -h` lists them.
+# The scale and load benchmarks (issues 6, 7 and 14) run on their own, never in `make test`. BENCH_FLAGS adds
+# flags, e.g. BENCH_FLAGS="-nodes 100 -metrics-server v0.9.0" (that also runs upstream metrics-server on the same
+# cluster, for ratios) or BENCH_FLAGS="-baseline-binary /tmp/metrics-ring-old" (another metrics-ring build, e.g.
+# the previous code's, after this one on the same cluster); `cd test && go run ./cmd/bench-scale -h` lists them.
 BENCH_FLAGS ?=
 
 .PHONY: bench-scale bench-load
 bench-scale: ## scale benchmark: 1,000 simulated nodes x 30 pods behind the aggregator; prints CPU, memory, latency, freshness (not in make test)
 	cd $(METRICS_RING_TEST_DIR) && $(GO) run ./cmd/bench-scale $(BENCH_FLAGS)
 
-bench-load: ## load benchmark: 200 clients list all pods for 60 s against 1,000 simulated nodes; errors, collection interval, RSS (not in make test)
-	cd $(METRICS_RING_TEST_DIR) && $(GO) run ./cmd/bench-scale -scale=false -load $(BENCH_FLAGS)
+bench-load: ## load benchmark at 1,000 simulated nodes: 100 watchers + 20 pagers of all pods for 60 s, then 200 clients listing them for 60 s; events, errors, collection interval, RSS (not in make test)
+	cd $(METRICS_RING_TEST_DIR) && $(GO) run ./cmd/bench-scale -scale=false -readers -load $(BENCH_FLAGS)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"slices"
@@ -26,14 +27,18 @@ type loadResult struct {
 	p50, p99, max                 time.Duration
 	bytes                         int64 // of one complete answer
 	rssStart, rssMax, rssEnd, hwm uint64
+	hwmReset                      bool // hwm is the load's peak, not the process's since start
 	expectedCycles                float64
 	coll                          collection
 }
 
-// keptInterval is the load phase's verdict on collection: every interval had its cycle, each cycle finished
-// within the resolution, and no kubelet request failed.
-func (l *loadResult) keptInterval(resolution time.Duration) bool {
-	return l.coll.cycles >= l.expectedCycles-1 && l.coll.cycleP99 < resolution.Seconds() && l.coll.failuresInWindow == 0
+// keptInterval is a phase's verdict on collection, for yesNo: every interval had its cycle, each cycle finished
+// within the resolution, and no kubelet request failed. A window shorter than one interval has no verdict (NaN).
+func keptInterval(c collection, expectedCycles float64, resolution time.Duration) float64 {
+	if expectedCycles < 1 {
+		return math.NaN()
+	}
+	return b2f(c.cycles >= expectedCycles-1 && c.cycleP99 < resolution.Seconds() && c.failuresInWindow == 0)
 }
 
 // one request's outcome, kept per client so the clients share nothing on the hot path.
@@ -49,11 +54,11 @@ type outcome struct {
 // in flight at the deadline finish (each is bounded by the client's timeout). Meanwhile it samples the target's
 // RSS, and reads its self-metrics before and after to see whether collection kept its interval.
 func runLoad(ctx context.Context, o options, t target, b *framework.Backend, direct *http.Client, base string,
-	newClient func() (*http.Client, error)) (*loadResult, error) {
+	newClient func(time.Duration) (*http.Client, error)) (*loadResult, error) {
 	l := &loadResult{clients: o.loadClients, via: o.loadVia, errorKinds: map[string]int{}}
 	clients := make([]*http.Client, o.loadClients)
 	for i := range clients {
-		hc, err := newClient()
+		hc, err := newClient(2 * time.Minute)
 		if err != nil {
 			return nil, err
 		}
@@ -62,11 +67,9 @@ func runLoad(ctx context.Context, o options, t target, b *framework.Backend, dir
 	wantPods := o.nodes * o.pods
 	fmt.Fprintf(os.Stderr, "%s: load: %d clients listing all %d pods via %s for %s (at most %d requests)...\n",
 		t.name, o.loadClients, wantPods, o.loadVia, o.loadDuration, o.loadMaxRequests)
-	m0, err := scrapeMetrics(ctx, direct, b.URL())
-	if err != nil {
-		return nil, err
-	}
-	s0, err := b.Proc.Stat()
+	// The peak is this phase's, not the reader phase's before it.
+	l.hwmReset = resetPeakRSS(b.Proc.Pid())
+	s0, m0, err := observe(ctx, b, direct)
 	if err != nil {
 		return nil, err
 	}
@@ -76,25 +79,7 @@ func runLoad(ctx context.Context, o options, t target, b *framework.Backend, dir
 	lctx, cancel := context.WithTimeout(ctx, o.loadDuration+3*time.Minute)
 	defer cancel()
 	var bg sync.WaitGroup
-	stopSampling := make(chan struct{})
-	var rssMax atomic.Uint64
-	rssMax.Store(s0.RSS)
-	bg.Go(func() {
-		tick := time.NewTicker(500 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stopSampling:
-				return
-			case <-lctx.Done():
-				return
-			case <-tick.C:
-				if st, err := b.Proc.Stat(); err == nil && st.RSS > rssMax.Load() {
-					rssMax.Store(st.RSS)
-				}
-			}
-		}
-	})
+	rss := sampleRSS(lctx, b, nil)
 	var profErr error
 	if t.profiles && o.cpuProfile != "" {
 		secs := max(1, min(100, int(o.loadDuration.Seconds())))
@@ -118,12 +103,8 @@ func runLoad(ctx context.Context, o options, t target, b *framework.Backend, dir
 	}
 	wg.Wait()
 	l.elapsed = time.Since(start)
-	close(stopSampling)
-	s1, err := b.Proc.Stat()
-	if err != nil {
-		return nil, err
-	}
-	m1, err := scrapeMetrics(ctx, direct, b.URL())
+	rssMax := rss.stop()
+	s1, m1, err := observe(ctx, b, direct)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +112,7 @@ func runLoad(ctx context.Context, o options, t target, b *framework.Backend, dir
 	if profErr != nil {
 		return nil, profErr
 	}
-	l.rssMax, l.rssEnd, l.hwm = max(rssMax.Load(), s1.RSS), s1.RSS, s1.PeakRSS
+	l.rssMax, l.rssEnd, l.hwm = max(rssMax, s0.RSS, s1.RSS), s1.RSS, s1.PeakRSS
 	l.coll.window, l.coll.loadAfter = l.elapsed, loadAvg()
 	l.coll.cpuPerMin = (s1.CPU - s0.CPU).Seconds() / l.elapsed.Minutes()
 	l.coll.rss, l.coll.peakRSS = s1.RSS, s1.PeakRSS

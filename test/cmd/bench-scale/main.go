@@ -5,8 +5,11 @@
 // The scale phase measures the time to the first complete answer, collection CPU with no API load, memory, list
 // latency and bytes (direct and through the aggregator) and freshness. The load phase (-load) has many clients
 // list every pod at once for a bounded time and reports errors, whether collection kept its interval, and memory.
-// With -metrics-server=VERSION the same phases run against upstream metrics-server on the same cluster afterwards,
-// so a shared, noisy machine still gives honest ratios. Results are printed as a table; everything started is
+// The reader phase (-readers, issue 14) has watchers of every pod and clients paging through every pod at once,
+// and reports the events each watcher received against those due, the page-throughs, collection, and peak
+// against idle RSS. With -baseline-binary=PATH (another metrics-ring, e.g. the previous code) and
+// -metrics-server=VERSION (upstream metrics-server) the same phases run against them on the same cluster
+// afterwards, one server at a time, so a shared, noisy machine still gives honest ratios. Results are printed as a table; everything started is
 // stopped on exit, also on Ctrl-C. `make bench-scale` and `make bench-load` run it; neither is part of `make test`.
 package main
 
@@ -37,7 +40,12 @@ type options struct {
 	loadClients, loadMaxRequests     int
 	loadDuration                     time.Duration
 	loadVia                          string
-	metricsServer                    string
+	readers                          bool
+	readersWatchers, readersPagers   int
+	readersPageSize, readersMaxPages int
+	readersDuration                  time.Duration
+	readersRSSLimit                  uint64
+	metricsServer, baseline          string
 	cpuProfile, heapProfile          string
 	keep                             bool
 	simProcesses, simPortBase        int
@@ -62,6 +70,14 @@ func main() {
 	flag.DurationVar(&o.loadDuration, "load-duration", 60*time.Second, "how long the load phase issues requests")
 	flag.IntVar(&o.loadMaxRequests, "load-max-requests", 100000, "upper bound on requests in the load phase")
 	flag.StringVar(&o.loadVia, "load-via", "direct", "where load-phase clients send requests: direct or aggregator")
+	flag.BoolVar(&o.readers, "readers", false, "run the reader phase: -readers-watchers clients watch every pod and -readers-pagers page through every pod for -readers-duration")
+	flag.IntVar(&o.readersWatchers, "readers-watchers", 100, "watchers of every pod in the reader phase, each on its own connection")
+	flag.IntVar(&o.readersPagers, "readers-pagers", 20, "clients paging through every pod in the reader phase, each on its own connection")
+	flag.IntVar(&o.readersPageSize, "readers-page-size", 10, "limit of each page in the reader phase")
+	flag.DurationVar(&o.readersDuration, "readers-duration", 60*time.Second, "how long the reader phase runs (the watchers then get one -resolution more to receive the last collection)")
+	flag.IntVar(&o.readersMaxPages, "readers-max-pages", 1000000, "upper bound on pages requested in the reader phase")
+	flag.Uint64Var(&o.readersRSSLimit, "readers-rss-limit", 4<<30, "stop the reader phase at once when the server's RSS passes this many bytes (the machine is shared)")
+	flag.StringVar(&o.baseline, "baseline-binary", "", "also run the phases against this metrics-ring binary (e.g. the previous code, built with go build -o PATH ./cmd/metrics-ring) on the same cluster, after this repository's, for ratios")
 	flag.StringVar(&o.metricsServer, "metrics-server", "", "also run the phases against this metrics-server version (e.g. v0.9.0, built once from its module) on the same cluster, for ratios")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "save a CPU profile of metrics-ring to this file: while collecting (one -measure long) after the scale phase, and during the load phase as FILE.load")
 	flag.StringVar(&o.heapProfile, "heapprofile", "", "save a heap profile of metrics-ring to this file after the scale phase")
@@ -100,14 +116,24 @@ func (o options) validate() error {
 	if o.resolution < time.Second || o.measure < o.resolution || o.requests < 1 {
 		return fmt.Errorf("need -resolution >= 1s, -measure >= -resolution and -requests >= 1")
 	}
-	if !o.scale && !o.load {
-		return fmt.Errorf("nothing to do: both -scale and -load are off")
+	if !o.scale && !o.load && !o.readers {
+		return fmt.Errorf("nothing to do: -scale, -load and -readers are all off")
 	}
 	if o.simProcesses > 0 && (o.simPortBase < 1024 || o.simPortBase+o.nodes > 65536) {
 		return fmt.Errorf("-sim-port-base %d does not leave room for %d node ports", o.simPortBase, o.nodes)
 	}
 	if o.load && (o.loadClients < 1 || o.loadDuration < time.Second || o.loadMaxRequests < 1) {
 		return fmt.Errorf("need -load-clients >= 1, -load-duration >= 1s and -load-max-requests >= 1")
+	}
+	if o.readers && (o.readersWatchers < 0 || o.readersPagers < 0 || o.readersWatchers+o.readersPagers < 1 ||
+		o.readersPageSize < 1 || o.readersDuration < time.Second || o.readersMaxPages < 1 || o.readersRSSLimit < 1<<20) {
+		return fmt.Errorf("need -readers-watchers and -readers-pagers >= 0 (not both 0), -readers-page-size >= 1, " +
+			"-readers-duration >= 1s, -readers-max-pages >= 1 and -readers-rss-limit >= 1 MiB")
+	}
+	if o.baseline != "" {
+		if st, err := os.Stat(o.baseline); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+			return fmt.Errorf("-baseline-binary %q is not an executable file (%v)", o.baseline, err)
+		}
 	}
 	// metrics-server panics on a resolution under 10s or not above its 10s kubelet request timeout.
 	if o.metricsServer != "" && o.resolution <= 10*time.Second {
@@ -132,6 +158,9 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 	targets := []target{metricsRing(tools.MetricsRing)}
+	if o.baseline != "" {
+		targets = append(targets, baselineRing(o.baseline))
+	}
 	if o.metricsServer != "" {
 		bin, err := framework.BuildMetricsServer(o.cache, o.metricsServer, os.Stderr)
 		if err != nil {

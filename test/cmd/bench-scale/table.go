@@ -35,7 +35,8 @@ func count(v float64) string { return fmt.Sprintf("%.0f", v) }
 
 func cpu(v float64) string { return fmt.Sprintf("%.2f CPU-s/min", v) }
 
-// table prints rows of one value per target and, with two targets, their ratio (first / second).
+// table prints rows of one value per target and, with more than one target, the ratio of the first target's
+// value to each other's.
 type table struct {
 	tw      *tabwriter.Writer
 	targets []*targetResult
@@ -46,8 +47,8 @@ func (t table) header(first string) {
 	for _, r := range t.targets {
 		cols = append(cols, r.name)
 	}
-	if len(t.targets) == 2 {
-		cols = append(cols, "ratio (1st/2nd)")
+	for i := 1; i < len(t.targets); i++ {
+		cols = append(cols, ratioLabel(i))
 	}
 	fmt.Fprintln(t.tw, strings.Join(cols, "\t"))
 	for i, c := range cols {
@@ -65,14 +66,23 @@ func (t table) row(label string, ratio bool, format func(float64) string, f func
 		vs = append(vs, v)
 		cols = append(cols, format(v))
 	}
-	if len(vs) == 2 {
-		if ratio && vs[1] > 0 && !math.IsNaN(vs[0]) && !math.IsInf(vs[0], 0) && !math.IsInf(vs[1], 0) {
-			cols = append(cols, fmt.Sprintf("%.2f", vs[0]/vs[1]))
+	for _, v := range vs[min(1, len(vs)):] {
+		if ratio && v > 0 && !math.IsNaN(vs[0]) && !math.IsInf(vs[0], 0) && !math.IsInf(v, 0) {
+			cols = append(cols, fmt.Sprintf("%.2f", vs[0]/v))
 		} else {
 			cols = append(cols, "")
 		}
 	}
 	fmt.Fprintln(t.tw, strings.Join(cols, "\t"))
+}
+
+// ratioLabel heads the column of the first target's values divided by target i's.
+func ratioLabel(i int) string {
+	nth := fmt.Sprintf("%dth", i+1)
+	if i < 3 {
+		nth = []string{"", "2nd", "3rd"}[i]
+	}
+	return "ratio (1st/" + nth + ")"
 }
 
 func (r *result) print(w io.Writer) {
@@ -88,6 +98,9 @@ func (r *result) print(w io.Writer) {
 	t.row("first complete answer, through kube-apiserver", true, secs, func(r *targetResult) float64 { return r.firstAggregated.Seconds() })
 	if o.scale {
 		r.printScale(t)
+	}
+	if o.readers {
+		r.printReaders(t)
 	}
 	if o.load {
 		r.printLoad(t)
@@ -138,8 +151,8 @@ func (r *result) printScale(t table) {
 	for _, tr := range t.targets {
 		cols += fmt.Sprintf("\t%s p50\tp99\tbytes", tr.name)
 	}
-	if len(t.targets) == 2 {
-		cols += "\tratio p50"
+	for i := 1; i < len(t.targets); i++ {
+		cols += "\tp50 " + ratioLabel(i)
 	}
 	fmt.Fprintln(t.tw, cols)
 	fmt.Fprintln(t.tw, strings.Repeat("-", 36)+"\t---")
@@ -151,8 +164,10 @@ func (r *result) printScale(t table) {
 				line += fmt.Sprintf("\t%s\t%s\t%d", msf(m.p50.Seconds()), msf(m.p99.Seconds()), m.bytes)
 			}
 		}
-		if len(t.targets) == 2 && i < len(t.targets[1].latencies) && t.targets[1].latencies[i].p50 > 0 {
-			line += fmt.Sprintf("\t%.2f", float64(l.p50)/float64(t.targets[1].latencies[i].p50))
+		for _, tr := range t.targets[1:] {
+			if i < len(tr.latencies) && tr.latencies[i].p50 > 0 {
+				line += fmt.Sprintf("\t%.2f", float64(l.p50)/float64(tr.latencies[i].p50))
+			}
 		}
 		fmt.Fprintln(t.tw, line)
 	}
@@ -190,31 +205,37 @@ func (r *result) printLoad(t table) {
 	t.row("cycle duration, mean", true, seconds, l(func(l *loadResult) float64 { return l.coll.cycleMean }))
 	t.row("cycle duration, p99 (histogram)", false, seconds, l(func(l *loadResult) float64 { return l.coll.cycleP99 }))
 	t.row("failed kubelet requests in it", false, count, l(func(l *loadResult) float64 { return l.coll.failuresInWindow }))
-	t.row("collection kept its interval (1 = yes)", false, count, l(func(l *loadResult) float64 {
-		if l.keptInterval(o.resolution) {
-			return 1
-		}
-		return 0
+	t.row("collection kept its interval", false, yesNo, l(func(l *loadResult) float64 {
+		return keptInterval(l.coll, l.expectedCycles, o.resolution)
 	}))
 	t.row("CPU during the load", true, cpu, l(func(l *loadResult) float64 { return l.coll.cpuPerMin }))
 	t.row("RSS before the load", true, mibf, l(func(l *loadResult) float64 { return float64(l.rssStart) }))
 	t.row("RSS, max sampled every 0.5 s", true, mibf, l(func(l *loadResult) float64 { return float64(l.rssMax) }))
 	t.row("RSS after the load", true, mibf, l(func(l *loadResult) float64 { return float64(l.rssEnd) }))
-	t.row("peak RSS (VmHWM) since start", true, mibf, l(func(l *loadResult) float64 { return float64(l.hwm) }))
+	hwm := "peak RSS (VmHWM) since start"
+	if len(t.targets) > 0 && t.targets[0].load != nil && t.targets[0].load.hwmReset {
+		hwm = "peak RSS (VmHWM) during the load"
+	}
+	t.row(hwm, true, mibf, l(func(l *loadResult) float64 { return float64(l.hwm) }))
 	t.row("Go heap in use after", true, mibf, l(func(l *loadResult) float64 { return l.coll.heap }))
 	for _, tr := range t.targets {
 		if tr.load == nil {
 			continue
 		}
-		fmt.Fprintf(t.tw, "  %s: load average %s at the start, %s at the end", tr.name, tr.load.coll.loadBefore, tr.load.coll.loadAfter)
-		kinds := make([]string, 0, len(tr.load.errorKinds))
-		for k, n := range tr.load.errorKinds {
-			kinds = append(kinds, fmt.Sprintf("%dx %s", n, k))
-		}
-		slices.Sort(kinds)
-		if len(kinds) > 0 {
-			fmt.Fprintf(t.tw, "; failures: %s", strings.Join(kinds, "; "))
-		}
-		fmt.Fprintln(t.tw)
+		t.footnote(tr.name, tr.load.coll, tr.load.errorKinds)
 	}
+}
+
+// footnote prints a phase's load average and its failures by kind, for one target.
+func (t table) footnote(name string, c collection, failures map[string]int) {
+	fmt.Fprintf(t.tw, "  %s: load average %s at the start, %s at the end", name, c.loadBefore, c.loadAfter)
+	kinds := make([]string, 0, len(failures))
+	for k, n := range failures {
+		kinds = append(kinds, fmt.Sprintf("%dx %s", n, k))
+	}
+	slices.Sort(kinds)
+	if len(kinds) > 0 {
+		fmt.Fprintf(t.tw, "; failures: %s", strings.Join(kinds, "; "))
+	}
+	fmt.Fprintln(t.tw)
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/metrics-ring/metrics-ring/test/framework"
@@ -25,6 +26,9 @@ type target struct {
 	// profiles says whether the benchmark takes pprof profiles of it (only of ours: the point is to find our
 	// hot spots).
 	profiles bool
+	// watches says whether it serves watch and limit/continue (metrics-server does neither): the reader phase
+	// runs only against such a server.
+	watches bool
 }
 
 func metricsRing(bin string) target {
@@ -34,8 +38,15 @@ func metricsRing(bin string) target {
 		collection: "metrics_ring_kubelet_collection_duration_seconds",
 		failures:   []string{`metrics_ring_kubelet_requests_total{outcome="error"}`, `metrics_ring_kubelet_requests_total{outcome="timeout"}`},
 		freshness:  "metrics_ring_storage_freshness_seconds",
-		profiles:   true,
+		profiles:   true, watches: true,
 	}
+}
+
+// baselineRing is another metrics-ring binary, e.g. the previous code, run beside this repository's for ratios.
+func baselineRing(bin string) target {
+	t := metricsRing(bin)
+	t.name, t.service, t.ip, t.profiles = "baseline "+filepath.Base(bin), "metrics-ring-baseline", "127.0.0.4", false
+	return t
 }
 
 // metricsServer takes the same flags (metrics-ring is a drop-in for it), so only the names differ.
@@ -68,6 +79,7 @@ type targetResult struct {
 	age                          [2]time.Duration
 	latencies                    []latency
 	load                         *loadResult
+	readers                      *readersResult
 }
 
 // runTarget starts t behind the APIService, waits for its first complete answer, runs the phases and stops it,
@@ -116,11 +128,17 @@ func (e *benchEnv) runTarget(ctx context.Context, t target) (*targetResult, erro
 			return nil, err
 		}
 	}
-	if o.load {
-		base, hc := b.URL(), func() (*http.Client, error) { return b.BenchClient(2 * time.Minute) }
-		if o.loadVia == "aggregator" {
-			base, hc = e.cp.URL, func() (*http.Client, error) { return e.cp.AdminHTTPClient(2 * time.Minute) }
+	base, hc := b.URL(), b.BenchClient
+	if o.loadVia == "aggregator" {
+		base, hc = e.cp.URL, e.cp.AdminHTTPClient
+	}
+	// Readers first: their idle RSS is not the list load's leftovers.
+	if o.readers && t.watches {
+		if r.readers, err = runReaders(ctx, o, t, b, direct, base, hc); err != nil {
+			return nil, err
 		}
+	}
+	if o.load {
 		if r.load, err = runLoad(ctx, o, t, b, direct, base, hc); err != nil {
 			return nil, err
 		}
