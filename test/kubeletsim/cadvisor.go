@@ -4,10 +4,9 @@ import (
 	"strings"
 	"time"
 
-	cadvisormetrics "github.com/google/cadvisor/container"
-	info "github.com/google/cadvisor/info/v1"
-	v2 "github.com/google/cadvisor/info/v2"
-	cadvisorprom "github.com/google/cadvisor/metrics"
+	cadvisormetrics "github.com/google/cadvisor/lib/container"
+	cadvisorprom "github.com/google/cadvisor/lib/metrics"
+	info "github.com/google/cadvisor/lib/model"
 	"k8s.io/component-base/metrics"
 	"k8s.io/utils/clock"
 )
@@ -27,7 +26,7 @@ func newCadvisorRegistry(n *node) metrics.KubeRegistry {
 		cadvisormetrics.CpuUsageMetrics:    struct{}{},
 		cadvisormetrics.MemoryUsageMetrics: struct{}{},
 	}
-	opts := v2.RequestOptions{IdType: v2.TypeName, Count: 1, Recursive: true}
+	opts := info.RequestOptions{IdType: info.TypeName, Count: 1, Recursive: true}
 	r := metrics.NewKubeRegistry()
 	r.RawMustRegister(cadvisorprom.NewPrometheusMachineCollector(cadvisorInfo{n}, included))
 	r.RawMustRegister(cadvisorprom.NewPrometheusCollector(cadvisorInfo{n}, containerLabels, included,
@@ -59,7 +58,7 @@ type cadvisorInfo struct{ n *node }
 
 func (ci cadvisorInfo) GetVersionInfo() (*info.VersionInfo, error) {
 	return &info.VersionInfo{KernelVersion: "6.12.0-kubeletsim", ContainerOsVersion: "kubeletsim",
-		CadvisorVersion: "v0.56.2"}, nil
+		CadvisorVersion: "v0.60.5"}, nil
 }
 
 func (ci cadvisorInfo) GetMachineInfo() (*info.MachineInfo, error) {
@@ -69,7 +68,7 @@ func (ci cadvisorInfo) GetMachineInfo() (*info.MachineInfo, error) {
 
 // GetRequestedContainersInfo returns the root cgroup (the node), one cgroup per pod and one per container, laid
 // out like the systemd cgroup driver with containerd, all sampled at the request time in milliseconds.
-func (ci cadvisorInfo) GetRequestedContainersInfo(string, v2.RequestOptions) (map[string]*info.ContainerInfo, error) {
+func (ci cadvisorInfo) GetRequestedContainersInfo(string, info.RequestOptions) (map[string]*info.ContainerInfo, error) {
 	now := timeNow().Truncate(time.Millisecond)
 	nowNs := now.UnixNano()
 	n := ci.n
@@ -82,8 +81,8 @@ func (ci cadvisorInfo) GetRequestedContainersInfo(string, v2.RequestOptions) (ma
 		spec.Memory.Limit, spec.Memory.SwapLimit = nodeMemoryBytes, nodeMemoryBytes
 		cinfo := &info.ContainerInfo{ContainerReference: info.ContainerReference{Name: id}, Spec: spec,
 			Stats: []*info.ContainerStats{{Timestamp: now,
-				Cpu:    info.CpuStats{Usage: info.CpuUsage{Total: cpu, User: cpu - cpu/10, System: cpu / 10}},
-				Memory: info.MemoryStats{Usage: mem, WorkingSet: mem, RSS: mem}}}}
+				Cpu:    &info.CpuStats{Usage: info.CpuUsage{Total: cpu, User: cpu - cpu/10, System: cpu / 10}},
+				Memory: &info.MemoryStats{Usage: mem, WorkingSet: mem, RSS: mem}}}}
 		if alias != "" {
 			cinfo.Aliases = []string{alias}
 			cinfo.Namespace = "containerd"

@@ -46,7 +46,7 @@ func (s *Sim) nodeObject(n *node) *corev1.Node {
 			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: s.cfg.Host},
 				{Type: corev1.NodeHostName, Address: n.name}},
 			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(port)}},
-			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.36.3", OperatingSystem: "linux",
+			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.37.2", OperatingSystem: "linux",
 				Architecture: "amd64", ContainerRuntimeVersion: "containerd://2.1.0", OSImage: "kubeletsim"},
 		},
 	}
