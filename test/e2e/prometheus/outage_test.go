@@ -126,7 +126,7 @@ func (o outage) unavailable(t *testing.T) {
 	}
 	var kinds []string
 	for _, l := range strings.Split(stdout, "\n") {
-		if f := strings.Fields(l); len(f) >= 4 && f[len(f)-3] == "metrics.k8s.io/v1beta1" {
+		if f := strings.Fields(l); len(f) >= 4 && f[len(f)-3] == "metrics.k8s.io/v1" { // the preferred version
 			kinds = append(kinds, f[len(f)-1])
 		}
 	}
