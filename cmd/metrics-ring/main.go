@@ -1,4 +1,4 @@
-// Command metrics-ring serves metrics.k8s.io/v1beta1 (NodeMetrics, PodMetrics) as a Kubernetes aggregated API
+// Command metrics-ring serves metrics.k8s.io/v1 and v1beta1 (NodeMetrics, PodMetrics) as a Kubernetes aggregated API
 // server, fed by a kubelet scraper through an in-memory ring buffer: a drop-in for metrics-server. This file only
 // starts the command; flags are in app/options*.go and the wiring in app/run.go.
 package main

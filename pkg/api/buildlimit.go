@@ -53,16 +53,16 @@ func (l *buildLimit) acquire(ctx context.Context) (release func(), err error) {
 		return release, nil
 	case <-ctx.Done():
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, l.tooMany()
+			return nil, l.tooMany(ctx)
 		}
 		return nil, ctx.Err()
 	case <-timeout:
-		return nil, l.tooMany()
+		return nil, l.tooMany(ctx)
 	}
 }
 
-func (l *buildLimit) tooMany() error {
-	buildsRejected.Inc()
+func (l *buildLimit) tooMany(ctx context.Context) error {
+	buildsRejected.WithLabelValues(requestVersion(ctx)).Inc()
 	return apierrors.NewTooManyRequests(fmt.Sprintf(
 		"too many lists being built at once (%d, a few per core): try again", cap(l.slots)), 1)
 }

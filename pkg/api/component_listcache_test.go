@@ -21,11 +21,11 @@ import (
 // TestComponentSharedLists reads lists through the real server while they are shared between requests of one
 // collection: every format and view of a shared list is what an unshared one would be, a namespace or selector
 // never gets another request's list, a new collection is served at once, and concurrent readers of an empty or a
-// full list race on nothing (run with -race).
+// full list race on nothing (run with -race); the versions share the list, never its bytes.
 func TestComponentSharedLists(t *testing.T) {
 	ts := startTestServer(t)
 	admin := ts.httpClient(t, "alice", []string{"system:masters"})
-	const pods = "/apis/metrics.k8s.io/v1beta1/pods"
+	const pods, v1pods = "/apis/metrics.k8s.io/v1beta1/pods", "/apis/metrics.k8s.io/v1/pods"
 	const table = "application/json;as=Table;g=meta.k8s.io;v=v1"
 
 	_, first := get(t, admin, ts.url+pods, "")
@@ -43,6 +43,14 @@ func TestComponentSharedLists(t *testing.T) {
 		{pods + "?fieldSelector=metadata.name%3Ddb-1", "", `"name":"db-1"`, `"web-1"`},
 		{pods + "?labelSelector=app%3Dnone", "", `"items":[]`, `"web-1"`},
 		{pods, "", `"name":"web-1"`, ""}, // the full list is still intact after every other view
+		// v1 reads the same build: its own encodings of the shared list, never v1beta1's bytes, and v1beta1 after it
+		// still its own.
+		{v1pods, "", `"apiVersion":"metrics.k8s.io/v1","metadata"`, "v1beta1"},
+		{v1pods, "application/vnd.kubernetes.protobuf", "metrics.k8s.io/v1\x12\x0ePodMetricsList", "v1beta1"},
+		{v1pods, table, `"cells":["web-1","150m","25Mi","15s"]`, ""},
+		{v1pods + "?labelSelector=app%3Dweb", "", `"apiVersion":"metrics.k8s.io/v1"`, `"db-1"`},
+		{pods, "", `"apiVersion":"metrics.k8s.io/v1beta1","metadata"`, `"metrics.k8s.io/v1"`},
+		{pods, "application/vnd.kubernetes.protobuf", "metrics.k8s.io/v1beta1\x12\x0ePodMetricsList", ""},
 	}
 	for _, v := range views {
 		code, body := get(t, admin, ts.url+v.path, v.accept)

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -14,91 +15,113 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/metrics/pkg/apis/metrics/v1beta1"
+	"k8s.io/metrics/pkg/apis/metrics"
 )
 
-// TestComponent runs the real server in-process and reads it as the aggregator would, with the metrics clientset.
+// TestComponent runs the real server in-process and reads it as the aggregator would, with the metrics clientset:
+// every served version answers alike, from one storage.
 func TestComponent(t *testing.T) {
 	ts := startTestServer(t)
 	ctx := context.Background()
 
 	for _, protobuf := range []bool{false, true} {
-		c := ts.metricsClient(t, protobuf).MetricsV1beta1()
-		nodes, err := c.NodeMetricses().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatalf("protobuf=%v: list nodes: %v", protobuf, err)
-		}
-		if len(nodes.Items) != 1 {
-			t.Fatalf("protobuf=%v: want node-a only (node-b has no metrics), got %d items", protobuf, len(nodes.Items))
-		}
-		n := nodes.Items[0]
-		assertUsage(t, "node-a", n.Usage, 250_000_000, 3<<30)
-		if n.Name != "node-a" || n.Window.Duration != 15*time.Second || !n.Timestamp.Time.Equal(t0.Add(15*time.Second)) ||
-			n.Labels["role"] != "worker" {
-			t.Errorf("protobuf=%v: node %+v", protobuf, n.ObjectMeta)
-		}
+		for _, c := range ts.versionClients(t, protobuf) {
+			at := fmt.Sprintf("%s protobuf=%v", c.version, protobuf)
+			nodes, err := c.nodes(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatalf("%s: list nodes: %v", at, err)
+			}
+			if len(nodes.Items) != 1 {
+				t.Fatalf("%s: want node-a only (node-b has no metrics), got %d items", at, len(nodes.Items))
+			}
+			n := nodes.Items[0]
+			assertUsage(t, "node-a", n.Usage, 250_000_000, 3<<30)
+			if n.Name != "node-a" || n.Window.Duration != 15*time.Second || !n.Timestamp.Time.Equal(t0.Add(15*time.Second)) ||
+				n.Labels["role"] != "worker" {
+				t.Errorf("%s: node %+v", at, n.ObjectMeta)
+			}
 
-		all, err := c.PodMetricses("").List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatalf("protobuf=%v: list pods: %v", protobuf, err)
-		}
-		if got := podNames(all); got != "ns-a/web-1,ns-b/db-1" {
-			t.Fatalf("protobuf=%v: all pods %s", protobuf, got)
-		}
-		web := all.Items[0]
-		if len(web.Containers) != 2 {
-			t.Fatalf("containers %+v", web.Containers)
-		}
-		assertUsage(t, "web-1/app", web.Containers[0].Usage, 100_000_000, 20<<20)
-		assertUsage(t, "web-1/sidecar", web.Containers[1].Usage, 50_000_000, 5<<20)
-		assertUsage(t, "db-1/app", all.Items[1].Containers[0].Usage, 1_500_000_000, 1<<30)
+			all, err := c.pods(ctx, "", metav1.ListOptions{})
+			if err != nil {
+				t.Fatalf("%s: list pods: %v", at, err)
+			}
+			if got := podNames(all); got != "ns-a/web-1,ns-b/db-1" {
+				t.Fatalf("%s: all pods %s", at, got)
+			}
+			web := all.Items[0]
+			if len(web.Containers) != 2 {
+				t.Fatalf("containers %+v", web.Containers)
+			}
+			assertUsage(t, "web-1/app", web.Containers[0].Usage, 100_000_000, 20<<20)
+			assertUsage(t, "web-1/sidecar", web.Containers[1].Usage, 50_000_000, 5<<20)
+			assertUsage(t, "db-1/app", all.Items[1].Containers[0].Usage, 1_500_000_000, 1<<30)
 
-		nsB, err := c.PodMetricses("ns-b").List(ctx, metav1.ListOptions{LabelSelector: "app=db"})
-		if err != nil || podNames(nsB) != "ns-b/db-1" {
-			t.Fatalf("protobuf=%v: ns-b pods %v %v", protobuf, podNames(nsB), err)
-		}
-		one, err := c.PodMetricses("ns-a").Get(ctx, "web-1", metav1.GetOptions{})
-		if err != nil || one.Name != "web-1" {
-			t.Fatalf("protobuf=%v: get web-1: %v", protobuf, err)
-		}
-		_, err = c.PodMetricses("ns-b").Get(ctx, "pending-1", metav1.GetOptions{})
-		if !apierrors.IsNotFound(err) || !strings.Contains(err.Error(), `"ns-b/pending-1" not found`) {
-			t.Errorf("protobuf=%v: pod without metrics: want 404 naming it, got %v", protobuf, err)
-		}
-		_, err = c.NodeMetricses().Get(ctx, "node-x", metav1.GetOptions{})
-		if !apierrors.IsNotFound(err) || !strings.Contains(err.Error(), `nodemetrics.metrics.k8s.io "node-x" not found`) {
-			t.Errorf("protobuf=%v: missing node: want 404 naming it, got %v", protobuf, err)
+			nsB, err := c.pods(ctx, "ns-b", metav1.ListOptions{LabelSelector: "app=db"})
+			if err != nil || podNames(nsB) != "ns-b/db-1" {
+				t.Fatalf("%s: ns-b pods %v %v", at, podNames(nsB), err)
+			}
+			one, err := c.pod(ctx, "ns-a", "web-1")
+			if err != nil || one.Name != "web-1" {
+				t.Fatalf("%s: get web-1: %v", at, err)
+			}
+			_, err = c.pod(ctx, "ns-b", "pending-1")
+			if !apierrors.IsNotFound(err) || !strings.Contains(err.Error(), `"ns-b/pending-1" not found`) {
+				t.Errorf("%s: pod without metrics: want 404 naming it, got %v", at, err)
+			}
+			_, err = c.node(ctx, "node-x")
+			if !apierrors.IsNotFound(err) || !strings.Contains(err.Error(), `nodemetrics.metrics.k8s.io "node-x" not found`) {
+				t.Errorf("%s: missing node: want 404 naming it, got %v", at, err)
+			}
 		}
 	}
 
 	admin := ts.httpClient(t, "alice", []string{"system:masters"})
-	tests := []struct {
+	type httpCase struct {
 		name, path, accept string
 		want               int
 		body               []string // substrings of the body
-	}{
-		{"invalid label selector", "/apis/metrics.k8s.io/v1beta1/pods?labelSelector=" + url.QueryEscape("app in ("), "", 400, nil},
-		{"unsupported field selector", "/apis/metrics.k8s.io/v1beta1/namespaces/ns-a/pods?fieldSelector=spec.nodeName%3Dn", "", 400,
-			[]string{"spec.nodeName"}},
-		{"namespace field on nodes", "/apis/metrics.k8s.io/v1beta1/nodes?fieldSelector=metadata.namespace%3Dx", "", 400,
-			[]string{"metadata.namespace"}},
-		{"field selector on name", "/apis/metrics.k8s.io/v1beta1/pods?fieldSelector=metadata.name%3Ddb-1", "", 200,
-			[]string{`"name":"db-1"`}},
-		{"pods table", "/apis/metrics.k8s.io/v1beta1/namespaces/ns-a/pods", "application/json;as=Table;g=meta.k8s.io;v=v1", 200,
-			[]string{`"kind":"Table"`, `"cells":["web-1","150m","25Mi","15s"]`}},
-		{"nodes table", "/apis/metrics.k8s.io/v1beta1/nodes", "application/json;as=Table;g=meta.k8s.io;v=v1", 200,
-			[]string{`"name":"CPU"`, `"name":"Memory"`, `"name":"Window"`, `"cells":["node-a","250m","3072Mi","15s"]`}},
-		{"protobuf negotiated", "/apis/metrics.k8s.io/v1beta1/nodes", "application/vnd.kubernetes.protobuf", 200,
-			[]string{"k8s\x00", "NodeMetricsList"}},
-		{"discovery", "/apis/metrics.k8s.io/v1beta1", "", 200, []string{`"name":"nodes"`, `"name":"pods"`, `"kind":"PodMetrics"`}},
+	}
+	const table = "application/json;as=Table;g=meta.k8s.io;v=v1"
+	const aggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+	tests := []httpCase{
+		{"group discovery prefers v1", "/apis/metrics.k8s.io", "", 200,
+			[]string{`"versions":[{"groupVersion":"metrics.k8s.io/v1","version":"v1"},{"groupVersion":"metrics.k8s.io/v1beta1","version":"v1beta1"}]`,
+				`"preferredVersion":{"groupVersion":"metrics.k8s.io/v1","version":"v1"}`}},
+		{"aggregated discovery lists v1 first", "/apis", aggregated, 200,
+			[]string{`"versions":[{"version":"v1","resources":[`, `{"version":"v1beta1","resources":[`}},
 		{"openapi v2", "/openapi/v2", "application/json", 200,
-			[]string{"io.k8s.metrics.pkg.apis.metrics.v1beta1.PodMetrics", "io.k8s.metrics.pkg.apis.metrics.v1beta1.ContainerMetrics"}},
-		{"openapi v3", "/openapi/v3/apis/metrics.k8s.io/v1beta1", "application/json", 200,
-			[]string{"io.k8s.metrics.pkg.apis.metrics.v1beta1.NodeMetrics", "Metrics for all containers are collected within the same time window."}},
+			[]string{"io.k8s.metrics.pkg.apis.metrics.v1beta1.PodMetrics", "io.k8s.metrics.pkg.apis.metrics.v1beta1.ContainerMetrics",
+				"io.k8s.metrics.pkg.apis.metrics.v1.PodMetrics", "io.k8s.metrics.pkg.apis.metrics.v1.ContainerMetrics",
+				"/apis/metrics.k8s.io/v1/nodes", "/apis/metrics.k8s.io/v1beta1/nodes"}},
 		{"readyz names its checks", "/readyz?verbose", "", 200, []string{"[+]" + CheckInformerSync + " ok", "[+]" + CheckMetricCollection + " ok"}},
 		{"livez names its check", "/livez?verbose", "", 200, []string{"[+]" + CheckCollectionTimely + " ok"}},
-		{"self metrics", "/metrics", "", 200, []string{"apiserver_request_duration_seconds", "metrics_ring_api_metric_freshness_seconds"}},
 	}
+	for _, v := range Versions {
+		api, model := "/apis/metrics.k8s.io/"+v, "io.k8s.metrics.pkg.apis.metrics."+v
+		tests = append(tests, []httpCase{
+			{v + " invalid label selector", api + "/pods?labelSelector=" + url.QueryEscape("app in ("), "", 400, nil},
+			{v + " unsupported field selector", api + "/namespaces/ns-a/pods?fieldSelector=spec.nodeName%3Dn", "", 400,
+				[]string{"spec.nodeName"}},
+			{v + " namespace field on nodes", api + "/nodes?fieldSelector=metadata.namespace%3Dx", "", 400,
+				[]string{"metadata.namespace"}},
+			{v + " field selector on name", api + "/pods?fieldSelector=metadata.name%3Ddb-1", "", 200,
+				[]string{`"apiVersion":"metrics.k8s.io/` + v + `"`, `"name":"db-1"`}},
+			{v + " pods table", api + "/namespaces/ns-a/pods", table, 200,
+				[]string{`"kind":"Table"`, `"cells":["web-1","150m","25Mi","15s"]`}},
+			{v + " nodes table", api + "/nodes", table, 200,
+				[]string{`"name":"CPU"`, `"name":"Memory"`, `"name":"Window"`, `"cells":["node-a","250m","3072Mi","15s"]`}},
+			{v + " protobuf negotiated", api + "/nodes", "application/vnd.kubernetes.protobuf", 200,
+				[]string{"k8s\x00", "metrics.k8s.io/" + v + "\x12\x0fNodeMetricsList"}},
+			{v + " discovery", api, "", 200, []string{`"groupVersion":"metrics.k8s.io/` + v + `"`, `"name":"nodes"`, `"name":"pods"`, `"kind":"PodMetrics"`}},
+			{v + " openapi v3", "/openapi/v3" + api, "application/json", 200,
+				[]string{model + ".NodeMetrics", model + ".PodMetrics", "Metrics for all containers are collected within the same time window."}},
+		}...)
+	}
+	tests = append(tests, httpCase{"self metrics", "/metrics", "", 200, []string{
+		"apiserver_request_duration_seconds", "metrics_ring_api_metric_freshness_seconds",
+		`apiserver_request_total{code="200",component="apiserver",dry_run="",group="metrics.k8s.io",resource="nodes",scope="cluster",subresource="",verb="LIST",version="v1"}`,
+		`apiserver_request_total{code="200",component="apiserver",dry_run="",group="metrics.k8s.io",resource="nodes",scope="cluster",subresource="",verb="LIST",version="v1beta1"}`,
+	}})
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			code, body := get(t, admin, ts.url+tc.path, tc.accept)
@@ -146,15 +169,17 @@ func TestComponent(t *testing.T) {
 	// readiness keep answering 200 so the APIService stays available.
 	ts.clock.Set(t0.Add(2 * time.Minute))
 	ts.store.EndCycle(false, errors.New("node-a: dial tcp 10.0.0.1:10250: connection refused"))
-	_, err := ts.metricsClient(t, false).MetricsV1beta1().NodeMetricses().List(ctx, metav1.ListOptions{})
-	if !apierrors.IsServiceUnavailable(err) || !strings.Contains(err.Error(), "kubelet") || !strings.Contains(err.Error(), "connection refused") {
-		t.Fatalf("want 503 naming the kubelet source and its error, got %v", err)
+	for _, c := range ts.versionClients(t, false) {
+		_, err := c.nodes(ctx, metav1.ListOptions{})
+		if !apierrors.IsServiceUnavailable(err) || !strings.Contains(err.Error(), "kubelet") || !strings.Contains(err.Error(), "connection refused") {
+			t.Fatalf("%s: want 503 naming the kubelet source and its error, got %v", c.version, err)
+		}
+		if _, err = c.pod(ctx, "ns-a", "web-1"); !apierrors.IsServiceUnavailable(err) {
+			t.Fatalf("%s: get pod: want 503, got %v", c.version, err)
+		}
 	}
-	_, err = ts.metricsClient(t, false).MetricsV1beta1().PodMetricses("ns-a").Get(ctx, "web-1", metav1.GetOptions{})
-	if !apierrors.IsServiceUnavailable(err) {
-		t.Fatalf("get pod: want 503, got %v", err)
-	}
-	for _, p := range []string{"/apis/metrics.k8s.io/v1beta1", "/openapi/v2", "/openapi/v3/apis/metrics.k8s.io/v1beta1", "/readyz", "/livez"} {
+	for _, p := range []string{"/apis/metrics.k8s.io", "/apis/metrics.k8s.io/v1", "/apis/metrics.k8s.io/v1beta1", "/openapi/v2",
+		"/openapi/v3/apis/metrics.k8s.io/v1", "/openapi/v3/apis/metrics.k8s.io/v1beta1", "/readyz", "/livez"} {
 		if code, body := get(t, admin, ts.url+p, "application/json"); code != http.StatusOK {
 			t.Errorf("GET %s while unavailable: %d: %s", p, code, trim(body))
 		}
@@ -172,7 +197,7 @@ func assertUsage(t *testing.T, what string, rl corev1.ResourceList, cpuNano, mem
 	}
 }
 
-func podNames(l *v1beta1.PodMetricsList) string {
+func podNames(l *metrics.PodMetricsList) string {
 	if l == nil {
 		return ""
 	}

@@ -1,15 +1,19 @@
 package api
 
 import (
+	"context"
 	"sync"
 	"time"
 
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 )
 
 // metricFreshness is the age of the values served (a shared list's once, when built), so an operator sees when answers go stale before users do.
-// Request latency needs nothing here: the generic server's apiserver_request_duration_seconds already covers it.
+// Request latency and counts need nothing here: the generic server's apiserver_request_duration_seconds and
+// apiserver_request_total already have them, by version. The API's own request metrics have a `version` label too
+// (v1 or v1beta1, the version the request used); freshness has none, as the versions share one build.
 var metricFreshness = metrics.NewHistogram(&metrics.HistogramOpts{
 	Namespace:      "metrics_ring",
 	Subsystem:      "api",
@@ -20,27 +24,27 @@ var metricFreshness = metrics.NewHistogram(&metrics.HistogramOpts{
 })
 
 var (
-	watchesActive = metrics.NewGauge(&metrics.GaugeOpts{
+	watchesActive = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Namespace:      "metrics_ring",
 		Subsystem:      "api",
 		Name:           "watches",
-		Help:           "Watches open on NodeMetrics and PodMetrics.",
+		Help:           "Watches open on NodeMetrics and PodMetrics, by API version.",
 		StabilityLevel: metrics.ALPHA,
-	})
+	}, []string{"version"})
 	watchesRejected = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace:      "metrics_ring",
 		Subsystem:      "api",
 		Name:           "watches_rejected_total",
-		Help:           "Watches refused with 429, by the limit reached: total (--max-watches) or user (--max-watches-per-user).",
+		Help:           "Watches refused with 429, by the limit reached: total (--max-watches) or user (--max-watches-per-user), and API version.",
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"limit"})
-	watchesFellBehind = metrics.NewCounter(&metrics.CounterOpts{
+	}, []string{"limit", "version"})
+	watchesFellBehind = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace:      "metrics_ring",
 		Subsystem:      "api",
 		Name:           "watches_fell_behind_total",
-		Help:           "Watches ended with 410 Gone because their client read more than 4 collections behind.",
+		Help:           "Watches ended with 410 Gone because their client read more than 4 collections behind, by API version.",
 		StabilityLevel: metrics.ALPHA,
-	})
+	}, []string{"version"})
 	watchPanics = metrics.NewCounter(&metrics.CounterOpts{
 		Namespace:      "metrics_ring",
 		Subsystem:      "api",
@@ -55,13 +59,13 @@ var (
 		Help:           "Selections built from a snapshot; every list, page and watch of one selection and collection shares one.",
 		StabilityLevel: metrics.ALPHA,
 	})
-	buildsRejected = metrics.NewCounter(&metrics.CounterOpts{
+	buildsRejected = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace:      "metrics_ring",
 		Subsystem:      "api",
 		Name:           "builds_rejected_total",
-		Help:           "Requests answered 429 because every build slot stayed busy for as long as they could wait.",
+		Help:           "Requests answered 429 because every build slot stayed busy for as long as they could wait, by API version.",
 		StabilityLevel: metrics.ALPHA,
-	})
+	}, []string{"version"})
 )
 
 var registerOnce sync.Once
@@ -72,6 +76,15 @@ func RegisterMetrics() {
 		legacyregistry.MustRegister(metricFreshness, watchesActive, watchesRejected, watchesFellBehind, watchPanics,
 			buildsMade, buildsRejected)
 	})
+}
+
+// requestVersion is the API version a request used, the `version` label of the request metrics; "" for a call
+// that did not come through the handlers.
+func requestVersion(ctx context.Context) string {
+	if info, ok := genericapirequest.RequestInfoFrom(ctx); ok && info != nil {
+		return info.APIVersion
+	}
+	return ""
 }
 
 func observeFreshness(now, sampled time.Time) {

@@ -9,12 +9,13 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/metrics/pkg/apis/metrics"
 	"k8s.io/metrics/pkg/apis/metrics/install"
+	metricsv1 "k8s.io/metrics/pkg/apis/metrics/v1"
 	"k8s.io/metrics/pkg/apis/metrics/v1beta1"
 )
 
 var (
-	// Scheme holds the internal and v1beta1 metrics types (with their conversions) and the meta types the generic
-	// server needs to answer options, status and discovery.
+	// Scheme holds the internal, v1 and v1beta1 metrics types (with their conversions; v1 the preferred version)
+	// and the meta types the generic server needs to answer options, status and discovery.
 	Scheme = runtime.NewScheme()
 	// Codecs serves Scheme as JSON, YAML and protobuf.
 	Codecs = serializer.NewCodecFactory(Scheme)
@@ -35,12 +36,18 @@ var (
 	podResource  = metrics.Resource("podmetrics")
 )
 
-// APIGroupInfo returns the metrics.k8s.io group with the nodes and pods resources served by the given storages.
+// Versions are the versions of metrics.k8s.io served, preferred first: v1 (GA in Kubernetes 1.37, read by kubectl
+// 1.37) and v1beta1 (read by the HPA and VPA, and the only one clusters before 1.37 register an APIService for).
+var Versions = []string{metricsv1.SchemeGroupVersion.Version, v1beta1.SchemeGroupVersion.Version}
+
+// APIGroupInfo returns the metrics.k8s.io group with the nodes and pods resources served by the given storages in
+// every version of Versions: the same storage, so both versions answer from one snapshot with one set of builds
+// (the objects are internal; each request's codec converts them to its version, and the shared encodings are
+// keyed by that codec, so they never mix versions).
 func APIGroupInfo(nodes, pods rest.Storage) genericapiserver.APIGroupInfo {
 	info := genericapiserver.NewDefaultAPIGroupInfo(metrics.GroupName, Scheme, metav1.ParameterCodec, Codecs)
-	info.VersionedResourcesStorageMap[v1beta1.SchemeGroupVersion.Version] = map[string]rest.Storage{
-		"nodes": nodes,
-		"pods":  pods,
+	for _, v := range Versions {
+		info.VersionedResourcesStorageMap[v] = map[string]rest.Storage{"nodes": nodes, "pods": pods}
 	}
 	return info
 }

@@ -129,7 +129,7 @@ type Deps struct {
 	MaxBuilds int
 }
 
-// NewServer completes cfg and returns a GenericAPIServer serving metrics.k8s.io/v1beta1 with the /readyz and
+// NewServer completes cfg and returns a GenericAPIServer serving metrics.k8s.io/v1 and v1beta1 with the /readyz and
 // /livez checks of DESIGN.md section 3. /metrics is the generic server's (the component-base legacy registry),
 // which includes apiserver_request_duration_seconds; the API's own metrics are registered there too.
 func NewServer(cfg *genericapiserver.Config, d Deps) (*genericapiserver.GenericAPIServer, error) {

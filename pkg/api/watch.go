@@ -60,12 +60,12 @@ func (s *metricsREST[P]) startWatch(ctx context.Context, opts *metainternalversi
 				gen, v.Latest().Generation(), storage.RetainedViews))
 		}
 	}
-	user := userOf(ctx)
-	if err := s.watches.acquire(user); err != nil {
+	user, version := userOf(ctx), requestVersion(ctx)
+	if err := s.watches.acquire(user, version); err != nil {
 		return nil, err
 	}
 	w := &watcher[P]{
-		res: s, ctx: ctx, user: user,
+		res: s, ctx: ctx, user: user, version: version,
 		bookmarks: opts.AllowWatchBookmarks, initialEnd: initial && opts.AllowWatchBookmarks,
 		wake: make(chan struct{}, 1), result: make(chan watch.Event, resultBuffer), done: make(chan struct{}),
 	}
@@ -75,7 +75,7 @@ func (s *metricsREST[P]) startWatch(ctx context.Context, opts *metainternalversi
 			if w.feed != nil {
 				w.feed.remove(w)
 			}
-			s.watches.release(user)
+			s.watches.release(user, version)
 		}
 	}()
 	which := s.selection(ctx, sel)
@@ -109,6 +109,7 @@ type watcher[P any] struct {
 	res        *metricsREST[P]
 	ctx        context.Context
 	user       string
+	version    string // the API version the client watches, for the metrics
 	feed       *watchFeed[P]
 	start      *build[P]
 	initial    *batch
@@ -140,7 +141,7 @@ func (w *watcher[P]) push(bt *batch) {
 	case w.fellBack:
 	case len(w.queue) >= maxWatchLag && bt.end == nil:
 		w.fellBack, w.queue = true, nil
-		watchesFellBehind.Inc()
+		watchesFellBehind.WithLabelValues(w.version).Inc()
 	default:
 		w.queue = append(w.queue, bt)
 	}
@@ -154,7 +155,7 @@ func (w *watcher[P]) push(bt *batch) {
 func (w *watcher[P]) run() {
 	// Deferred in this order so the slot is free by the time the client sees the channel close.
 	defer close(w.result)
-	defer w.res.watches.release(w.user)
+	defer w.res.watches.release(w.user, w.version)
 	defer w.feed.remove(w)
 	defer func() {
 		if r := recover(); r != nil {

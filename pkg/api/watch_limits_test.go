@@ -105,7 +105,7 @@ func TestWatchPanicsContained(t *testing.T) {
 func TestSlowWatcherEnded(t *testing.T) {
 	RegisterMetrics()
 	c, _, s, cpu := hookedPods(t, resultBuffer+10) // more initial events than the result buffer holds
-	before, _ := testutil.GetCounterMetricValue(watchesFellBehind)
+	before, _ := testutil.GetCounterMetricValue(watchesFellBehind.WithLabelValues(""))
 	ctx := genericapirequest.WithNamespace(context.Background(), "ns-a")
 	slow, err := s.Watch(ctx, &metainternalversion.ListOptions{})
 	if err != nil {
@@ -135,7 +135,7 @@ func TestSlowWatcherEnded(t *testing.T) {
 	if n != len(cpu) {
 		t.Errorf("the slow watcher got %d events before its error, want its %d initial ones", n, len(cpu))
 	}
-	if after, _ := testutil.GetCounterMetricValue(watchesFellBehind); after != before+1 {
+	if after, _ := testutil.GetCounterMetricValue(watchesFellBehind.WithLabelValues("")); after != before+1 {
 		t.Errorf("watches fallen behind counted %v, want %v", after, before+1)
 	}
 }

@@ -23,11 +23,12 @@ const (
 type watchHub struct {
 	max, perUser int // perUser 0: no per-user bound
 
-	mu       sync.Mutex
-	active   int
-	byUser   map[string]int
-	closed   bool
-	stopping chan struct{} // closed by shutdown
+	mu        sync.Mutex
+	active    int
+	byUser    map[string]int
+	byVersion map[string]int // for the watches gauge
+	closed    bool
+	stopping  chan struct{} // closed by shutdown
 }
 
 // newWatchHub bounds watches to max in total (0: DefaultMaxWatches) and perUser per user (0: unbounded).
@@ -35,7 +36,8 @@ func newWatchHub(max, perUser int) *watchHub {
 	if max <= 0 {
 		max = DefaultMaxWatches
 	}
-	return &watchHub{max: max, perUser: perUser, byUser: map[string]int{}, stopping: make(chan struct{})}
+	return &watchHub{max: max, perUser: perUser, byUser: map[string]int{}, byVersion: map[string]int{},
+		stopping: make(chan struct{})}
 }
 
 // userOf names the request's user for the per-user bound; "" when the request carries none.
@@ -46,34 +48,37 @@ func userOf(ctx context.Context) string {
 	return ""
 }
 
-func (h *watchHub) acquire(user string) error {
+// acquire takes a slot for a watch of user through API version (for the metrics).
+func (h *watchHub) acquire(user, version string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
 	case h.closed:
 		return apierrors.NewServiceUnavailable("the server is shutting down")
 	case h.active >= h.max:
-		watchesRejected.WithLabelValues("total").Inc()
+		watchesRejected.WithLabelValues("total", version).Inc()
 		return apierrors.NewTooManyRequests(fmt.Sprintf("too many watches: %d are open, the limit (--max-watches)", h.active), 1)
 	case h.perUser > 0 && h.byUser[user] >= h.perUser:
-		watchesRejected.WithLabelValues("user").Inc()
+		watchesRejected.WithLabelValues("user", version).Inc()
 		return apierrors.NewTooManyRequests(fmt.Sprintf(
 			"too many watches: user %q has %d open, the limit (--max-watches-per-user)", user, h.byUser[user]), 1)
 	}
 	h.active++
 	h.byUser[user]++
-	watchesActive.Set(float64(h.active))
+	h.byVersion[version]++
+	watchesActive.WithLabelValues(version).Set(float64(h.byVersion[version]))
 	return nil
 }
 
-func (h *watchHub) release(user string) {
+func (h *watchHub) release(user, version string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.active--
 	if h.byUser[user]--; h.byUser[user] <= 0 {
 		delete(h.byUser, user)
 	}
-	watchesActive.Set(float64(h.active))
+	h.byVersion[version]--
+	watchesActive.WithLabelValues(version).Set(float64(h.byVersion[version]))
 }
 
 // shutdown ends every watch and refuses new ones, so that stopping the server does not wait for watch timeouts.

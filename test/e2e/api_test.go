@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -54,14 +55,25 @@ func sameKeys[V any](rows map[string][]string, want map[string]V) error {
 	return errors.Join(errs...)
 }
 
+// TestKubectlExplainPodMetricsContainers: kubectl explain reads the OpenAPI v3 of either version, v1 by default
+// (the preferred one).
 func TestKubectlExplainPodMetricsContainers(t *testing.T) {
-	out, err := kubectl(context.Background(), "", "explain", "podmetrics.containers")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"GROUP:", "metrics.k8s.io", "KIND:", "PodMetrics", "VERSION:", "v1beta1", "FIELD: containers", "usage", "name"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("kubectl explain podmetrics.containers lacks %q:\n%s", want, out)
+	for _, tc := range []struct{ version, flag string }{{"v1", ""}, {"v1", "--api-version=metrics.k8s.io/v1"}, {"v1beta1", "--api-version=metrics.k8s.io/v1beta1"}} {
+		args := []string{"explain", "podmetrics.containers"}
+		if tc.flag != "" {
+			args = append(args, tc.flag)
+		}
+		out, err := kubectl(context.Background(), "", args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"GROUP:", "metrics.k8s.io", "KIND:", "PodMetrics", "VERSION:", "FIELD: containers", "usage", "name"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("kubectl %s lacks %q:\n%s", strings.Join(args, " "), want, out)
+			}
+		}
+		if !regexp.MustCompile(`(?m)^VERSION:\s+` + tc.version + `$`).MatchString(out) {
+			t.Errorf("kubectl %s explains another version than %s:\n%s", strings.Join(args, " "), tc.version, out)
 		}
 	}
 }
@@ -81,8 +93,8 @@ func TestKubectlAPIResources(t *testing.T) {
 		got[f[0]] = strings.Join(f[len(f)-3:], " ")
 	}
 	want := map[string]string{
-		"nodes": "metrics.k8s.io/v1beta1 false NodeMetrics",
-		"pods":  "metrics.k8s.io/v1beta1 true PodMetrics",
+		"nodes": "metrics.k8s.io/v1 false NodeMetrics", // the preferred version
+		"pods":  "metrics.k8s.io/v1 true PodMetrics",
 	}
 	for name, w := range want {
 		if got[name] != w {

@@ -52,6 +52,29 @@ func TestKubectlTopNodes(t *testing.T) {
 	eventually(t, "kubectl top nodes to print the truth", settle, func(ctx context.Context) error {
 		return topNodesMatchTruth(ctx, alloc)
 	})
+	if err := topReadsV1(context.Background(), "nodes", "top", "nodes"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// topReadsV1 runs kubectl with -v=6, which logs every request's URL, and checks that it read
+// /apis/metrics.k8s.io/v1/<resource> (kubectl 1.37 prefers v1 when it is served) and nothing of v1beta1.
+func topReadsV1(ctx context.Context, resource string, args ...string) error {
+	out, err := kubectl(ctx, "", append(args, "-v=6")...)
+	if err != nil {
+		return err
+	}
+	var urls []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "/apis/metrics.k8s.io/") {
+			urls = append(urls, l)
+		}
+	}
+	if !strings.Contains(out, "/apis/metrics.k8s.io/v1/"+resource) || strings.Contains(out, "/apis/metrics.k8s.io/v1beta1/") {
+		return fmt.Errorf("kubectl %s read %d metrics.k8s.io URLs, want /apis/metrics.k8s.io/v1/%s and no v1beta1:\n%s",
+			strings.Join(args, " "), len(urls), resource, strings.Join(urls, "\n"))
+	}
+	return nil
 }
 
 // topNodesMatchTruth runs kubectl top nodes and compares every row with the truth as kubectl prints it.
@@ -105,6 +128,9 @@ func TestKubectlTopPodsAllNamespaces(t *testing.T) {
 		}
 		return nil
 	})
+	if err := topReadsV1(context.Background(), "pods", "top", "pods", "-A"); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestKubectlTopPodsNamespaceAndSelector(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
+	"github.com/metrics-ring/metrics-ring/test/framework"
 	"github.com/metrics-ring/metrics-ring/test/kubeletsim"
 )
 
@@ -61,16 +62,24 @@ func podMatchesTruth(ctx context.Context, ns, name string) error {
 	return checkPod(pm, env.sim.Truth().Pods[ns+"/"+name])
 }
 
+// TestMetricsAPIValuesEqualTruth reads every node and pod through each served version with its own typed client
+// (v1 as kubectl 1.37 reads it, v1beta1 as the HPA does): both equal the truth.
 func TestMetricsAPIValuesEqualTruth(t *testing.T) {
+	for _, v := range framework.MetricsVersions {
+		t.Run(v, func(t *testing.T) { valuesEqualTruth(t, v) })
+	}
+}
+
+func valuesEqualTruth(t *testing.T, version string) {
 	eventually(t, "node metrics to equal the truth", settle, func(ctx context.Context) error {
 		truth := env.sim.Truth()
-		list, err := env.metrics.MetricsV1beta1().NodeMetricses().List(ctx, metav1.ListOptions{})
+		nodes, _, err := framework.ListMetrics(ctx, env.metrics, version)
 		if err != nil {
 			return err
 		}
 		var errs []error
 		seen := map[string]bool{}
-		for _, nm := range list.Items {
+		for _, nm := range nodes {
 			seen[nm.Name] = true
 			want, ok := truth.Nodes[nm.Name]
 			if !ok {
@@ -88,14 +97,14 @@ func TestMetricsAPIValuesEqualTruth(t *testing.T) {
 	})
 	eventually(t, "pod metrics to equal the truth", settle, func(ctx context.Context) error {
 		truth := env.sim.Truth()
-		list, err := env.metrics.MetricsV1beta1().PodMetricses("").List(ctx, metav1.ListOptions{})
+		_, pods, err := framework.ListMetrics(ctx, env.metrics, version)
 		if err != nil {
 			return err
 		}
 		var errs []error
 		var keys []string
-		for i := range list.Items {
-			pm := &list.Items[i]
+		for i := range pods {
+			pm := &pods[i]
 			key := pm.Namespace + "/" + pm.Name
 			keys = append(keys, key)
 			want, ok := truth.Pods[key]
@@ -108,8 +117,8 @@ func TestMetricsAPIValuesEqualTruth(t *testing.T) {
 		if len(keys) != len(truth.Pods) {
 			errs = append(errs, fmt.Errorf("listed %d pods, the truth has %d", len(keys), len(truth.Pods)))
 		}
-		if !sort.SliceIsSorted(list.Items, func(i, j int) bool {
-			a, b := list.Items[i], list.Items[j]
+		if !sort.SliceIsSorted(pods, func(i, j int) bool {
+			a, b := pods[i], pods[j]
 			return a.Namespace < b.Namespace || a.Namespace == b.Namespace && a.Name < b.Name
 		}) {
 			errs = append(errs, fmt.Errorf("list not sorted by namespace/name: %s", strings.Join(keys, " ")))
@@ -119,13 +128,27 @@ func TestMetricsAPIValuesEqualTruth(t *testing.T) {
 	// Single-object reads answer the same values.
 	p := env.sim.Pods()[0]
 	eventually(t, "GET of one pod's metrics", settle, func(ctx context.Context) error {
-		return podMatchesTruth(ctx, p.Namespace, p.Name)
-	})
-	eventually(t, "GET of one node's metrics", settle, func(ctx context.Context) error {
-		nm, err := env.metrics.MetricsV1beta1().NodeMetricses().Get(ctx, p.Node, metav1.GetOptions{})
+		pm, err := framework.GetPodMetrics(ctx, env.metrics, version, p.Namespace, p.Name)
 		if err != nil {
 			return err
 		}
-		return checkUsage("node "+p.Node, nm.Usage, env.sim.Truth().Nodes[p.Node])
+		return checkPod(pm, env.sim.Truth().Pods[p.Namespace+"/"+p.Name])
+	})
+	eventually(t, "GET of one node's metrics", settle, func(ctx context.Context) error {
+		var usage corev1.ResourceList
+		if version == "v1" {
+			nm, err := env.metrics.MetricsV1().NodeMetricses().Get(ctx, p.Node, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			usage = nm.Usage
+		} else {
+			nm, err := env.metrics.MetricsV1beta1().NodeMetricses().Get(ctx, p.Node, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			usage = nm.Usage
+		}
+		return checkUsage("node "+p.Node, usage, env.sim.Truth().Nodes[p.Node])
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -121,10 +122,10 @@ func (b *Backend) WaitReady(ctx context.Context, timeout time.Duration) error {
 	})
 }
 
-// WaitAvailable waits until the APIService reports Available=True, failing fast if the backend it points
+// WaitAvailable waits until every APIService reports Available=True, failing fast if the backend they point
 // at (if given) exits.
 func (m *MetricsAPI) WaitAvailable(ctx context.Context, b *Backend, timeout time.Duration) error {
-	return Poll(ctx, "APIService "+APIServiceName+" Available", 250*time.Millisecond, timeout, func(ctx context.Context) (bool, error) {
+	return Poll(ctx, "APIServices "+strings.Join(APIServiceNames, ", ")+" Available", 250*time.Millisecond, timeout, func(ctx context.Context) (bool, error) {
 		if b != nil {
 			if exited, err := b.Proc.Exited(); exited {
 				return false, StopPolling(fmt.Errorf("%s exited: %v; log: %s", b.Service, err, b.Proc.LogFile))

@@ -1,6 +1,6 @@
 // Package framework runs a local Kubernetes control plane for metrics-ring's end-to-end tests and demo:
 // etcd, kube-apiserver (with its aggregator) and, when asked, kube-controller-manager, all on 127.0.0.1 with
-// throwaway PKI, plus metrics-ring backends behind the v1beta1.metrics.k8s.io APIService. It owns building the
+// throwaway PKI, plus metrics-ring backends behind the v1 and v1beta1.metrics.k8s.io APIServices. It owns building the
 // pinned tools, process lifetimes (process groups, logs per run) and bounded readiness waits.
 package framework
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -15,7 +16,7 @@ import (
 )
 
 // MetricsAPI is the cluster side of metrics-ring: its identity and RBAC, the serving CA that goes into the
-// APIService's caBundle, and the APIService itself. Backends (one per source) share one port, each on its
+// APIServices' caBundle, and the APIServices themselves (v1 and v1beta1, as manifests/base registers them). Backends (one per source) share one port, each on its
 // own loopback address behind its own ExternalName Service, so switching the APIService's service name
 // switches backends exactly as in a cluster.
 type MetricsAPI struct {
@@ -32,8 +33,12 @@ type MetricsAPI struct {
 // MetricsRingUser is the client-certificate user metrics-ring runs as.
 const MetricsRingUser = "metrics-ring"
 
-// APIServiceName is the APIService metrics-ring serves.
-const APIServiceName = "v1beta1.metrics.k8s.io"
+// APIServiceNames are the APIServices metrics-ring serves, one per version of metrics.k8s.io, preferred first;
+// manifests/base registers the same.
+var APIServiceNames = []string{"v1.metrics.k8s.io", "v1beta1.metrics.k8s.io"}
+
+// APIServiceVersion is the version of metrics.k8s.io an APIService of APIServiceNames registers.
+func APIServiceVersion(name string) string { return strings.TrimSuffix(name, ".metrics.k8s.io") }
 
 // SetupMetricsAPI creates metrics-ring's identity, its RBAC and the aggregated reader role, and picks the
 // backends' shared port (free on 127.0.0.2-127.0.0.4: kubelet, prometheus, and a spare for tests).
@@ -127,43 +132,53 @@ func (m *MetricsAPI) createService(ctx context.Context, name, ip string) error {
 	return nil
 }
 
-// PointAPIService creates v1beta1.metrics.k8s.io for service, or switches the existing one to it (the
-// one-command backend swap of the README, done with a merge patch like kubectl patch would).
+// PointAPIService creates the APIServices of APIServiceNames for service (v1 with the higher versionPriority), or
+// switches the existing ones to it (the one-command backend swap of the README, done with a merge patch like
+// kubectl patch would).
 func (m *MetricsAPI) PointAPIService(ctx context.Context, service string) error {
 	port := int32(m.Port)
-	api := &apiregv1.APIService{
-		ObjectMeta: metav1.ObjectMeta{Name: APIServiceName},
-		Spec: apiregv1.APIServiceSpec{
-			Service:              &apiregv1.ServiceReference{Namespace: m.Namespace, Name: service, Port: &port},
-			Group:                "metrics.k8s.io",
-			Version:              "v1beta1",
-			CABundle:             m.ServingCA.CertPEM,
-			GroupPriorityMinimum: 100,
-			VersionPriority:      100,
-		},
-	}
 	svcs := m.agg.ApiregistrationV1().APIServices()
-	_, err := svcs.Create(ctx, api, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		patch := fmt.Sprintf(`{"spec":{"service":{"name":%q}}}`, service)
-		_, err = svcs.Patch(ctx, APIServiceName, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{})
-	}
-	if err != nil {
-		return fmt.Errorf("pointing APIService %s at %s: %w", APIServiceName, service, err)
+	for i, name := range APIServiceNames {
+		api := &apiregv1.APIService{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: apiregv1.APIServiceSpec{
+				Service:              &apiregv1.ServiceReference{Namespace: m.Namespace, Name: service, Port: &port},
+				Group:                "metrics.k8s.io",
+				Version:              APIServiceVersion(name),
+				CABundle:             m.ServingCA.CertPEM,
+				GroupPriorityMinimum: 100,
+				VersionPriority:      int32(100 * (len(APIServiceNames) - i)), // preferred first: 200, 100
+			},
+		}
+		_, err := svcs.Create(ctx, api, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			patch := fmt.Sprintf(`{"spec":{"service":{"name":%q}}}`, service)
+			_, err = svcs.Patch(ctx, name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{})
+		}
+		if err != nil {
+			return fmt.Errorf("pointing APIService %s at %s: %w", name, service, err)
+		}
 	}
 	return nil
 }
 
-// APIServiceAvailable reports the APIService's Available condition (status and message).
+// APIServiceAvailable reports whether every APIService of APIServiceNames is Available, and else the first one's
+// condition that is not (name, reason and message).
 func (m *MetricsAPI) APIServiceAvailable(ctx context.Context) (bool, string, error) {
-	api, err := m.agg.ApiregistrationV1().APIServices().Get(ctx, APIServiceName, metav1.GetOptions{})
-	if err != nil {
-		return false, "", fmt.Errorf("getting APIService %s: %w", APIServiceName, err)
-	}
-	for _, c := range api.Status.Conditions {
-		if c.Type == apiregv1.Available {
-			return c.Status == apiregv1.ConditionTrue, c.Reason + ": " + c.Message, nil
+	for _, name := range APIServiceNames {
+		api, err := m.agg.ApiregistrationV1().APIServices().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", fmt.Errorf("getting APIService %s: %w", name, err)
+		}
+		ok, msg := false, "no Available condition yet"
+		for _, c := range api.Status.Conditions {
+			if c.Type == apiregv1.Available {
+				ok, msg = c.Status == apiregv1.ConditionTrue, c.Reason+": "+c.Message
+			}
+		}
+		if !ok {
+			return false, name + ": " + msg, nil
 		}
 	}
-	return false, "no Available condition yet", nil
+	return true, "", nil
 }

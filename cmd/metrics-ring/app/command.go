@@ -35,7 +35,7 @@ func newCommand(o *Options, run func(*Options) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:          "metrics-ring",
 		Short:        "Serve metrics.k8s.io from kubelets (a drop-in for metrics-server)",
-		Long:         "metrics-ring serves the resource metrics API (metrics.k8s.io/v1beta1) as an aggregated API server.",
+		Long:         "metrics-ring serves the resource metrics API (metrics.k8s.io/v1 and v1beta1) as an aggregated API server.",
 		SilenceUsage: true,
 		Args:         cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {

@@ -73,8 +73,10 @@ func TestHighAvailability(t *testing.T) {
 		return nil
 	})
 	patch := fmt.Sprintf(`{"spec":{"service":{"name":%q}}}`, serviceB)
-	if _, err := kubectl(ctx, "", "patch", "apiservice", framework.APIServiceName, "--type=merge", "-p", patch); err != nil {
-		t.Fatal(err)
+	for _, name := range framework.APIServiceNames { // the README's swap: every version's APIService
+		if _, err := kubectl(ctx, "", "patch", "apiservice", name, "--type=merge", "-p", patch); err != nil {
+			t.Fatal(err)
+		}
 	}
 	eventually(t, "kubectl top served by "+serviceB+" to print the truth", settle, kubectlTopMatchesTruth)
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -80,6 +81,33 @@ func decodeObjects(out string) (*objects, error) {
 	return o, nil
 }
 
+// checkAPIServices checks that apis are the APIServices of framework.APIServiceNames, each serving its version of
+// metrics.k8s.io through one Service, with versionPriority in the order of the names; it returns that Service.
+func checkAPIServices(apis []apiregv1.APIService, fail func(string, ...any)) *apiregv1.ServiceReference {
+	var ref *apiregv1.ServiceReference
+	var prev int32
+	for i, name := range framework.APIServiceNames {
+		api := findByName(apis, name, func(a apiregv1.APIService) string { return a.Name })
+		switch {
+		case api == nil:
+			fail("no APIService %s", name)
+			continue
+		case api.Spec.Group != "metrics.k8s.io" || api.Spec.Version != framework.APIServiceVersion(name):
+			fail("APIService %s serves %s/%s, want metrics.k8s.io/%s", name, api.Spec.Group, api.Spec.Version, framework.APIServiceVersion(name))
+		case i > 0 && api.Spec.VersionPriority >= prev:
+			fail("APIService %s has versionPriority %d, want less than %s's %d", name, api.Spec.VersionPriority,
+				framework.APIServiceNames[i-1], prev)
+		case ref != nil && !reflect.DeepEqual(api.Spec.Service, ref):
+			fail("APIService %s points at %+v, %s at %+v: want one Service", name, api.Spec.Service, framework.APIServiceNames[0], ref)
+		}
+		prev = api.Spec.VersionPriority
+		if ref == nil {
+			ref = api.Spec.Service
+		}
+	}
+	return ref
+}
+
 func appendDecoded[T any](s []T, raw json.RawMessage) ([]T, error) {
 	var v T
 	err := json.Unmarshal(raw, &v)
@@ -91,19 +119,17 @@ func appendDecoded[T any](s []T, raw json.RawMessage) ([]T, error) {
 func checkObjects(o *objects, w overlayWant) error {
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if len(o.apiServices) != 1 || len(o.deployments) != 1 || len(o.serviceAccounts) != 1 {
-		return fmt.Errorf("want one APIService, Deployment and ServiceAccount; got %d, %d, %d",
-			len(o.apiServices), len(o.deployments), len(o.serviceAccounts))
+	if len(o.apiServices) != len(framework.APIServiceNames) || len(o.deployments) != 1 || len(o.serviceAccounts) != 1 {
+		return fmt.Errorf("want %d APIServices (%v), one Deployment and one ServiceAccount; got %d, %d, %d",
+			len(framework.APIServiceNames), framework.APIServiceNames, len(o.apiServices), len(o.deployments), len(o.serviceAccounts))
 	}
-	api, d := o.apiServices[0], o.deployments[0]
+	d := o.deployments[0]
 	pod := d.Spec.Template.Spec
 	podLabels := labels.Set(d.Spec.Template.Labels)
 
-	// The aggregator's route: APIService -> Service (name, namespace, port) -> the Deployment's https port.
-	if api.Name != framework.APIServiceName || api.Spec.Group != "metrics.k8s.io" || api.Spec.Version != "v1beta1" {
-		fail("APIService %s serves %s/%s, want %s", api.Name, api.Spec.Group, api.Spec.Version, framework.APIServiceName)
-	}
-	ref := api.Spec.Service
+	// The aggregator's route: APIServices -> Service (name, namespace, port) -> the Deployment's https port. Every
+	// version's APIService takes the same route, and the one listed first is preferred (higher versionPriority).
+	ref := checkAPIServices(o.apiServices, fail)
 	if ref == nil || ref.Name != w.service || ref.Namespace != namespace || ref.Port == nil {
 		return errors.Join(append(errs, fmt.Errorf("APIService points at %+v, want %s/%s", ref, namespace, w.service))...)
 	}

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/metrics-ring/metrics-ring/test/framework"
 )
 
-// usePrometheus points the APIService at the Prometheus backend for one test and back at the kubelet backend
+// usePrometheus points the APIServices at the Prometheus backend for one test and back at the kubelet backend
 // afterwards, the way an operator would: with kubectl patch.
 func usePrometheus(t *testing.T) {
 	t.Helper()
@@ -15,34 +17,41 @@ func usePrometheus(t *testing.T) {
 	t.Cleanup(func() { pointAPIService(t, kubeletService) })
 }
 
-// pointAPIService runs the README's one-command swap with the real kubectl, waits for Available=True and
-// then until answers through the aggregator come from that backend (told apart by their window).
+// pointAPIService runs the README's one-command swap with the real kubectl (`for v in v1 v1beta1; do kubectl
+// patch apiservice $v.metrics.k8s.io ...; done`), waits for both to be Available and then until answers through
+// the aggregator in both versions come from that backend (told apart by their window).
 func pointAPIService(t *testing.T, service string) {
 	t.Helper()
 	patch := fmt.Sprintf(`{"spec":{"service":{"name":%q}}}`, service)
-	if _, err := kubectl(context.Background(), "patch", "apiservice", "v1beta1.metrics.k8s.io", "--type=merge", "-p", patch); err != nil {
-		t.Fatal(err)
+	for _, name := range framework.APIServiceNames {
+		if _, err := kubectl(context.Background(), "patch", "apiservice", name, "--type=merge", "-p", patch); err != nil {
+			t.Fatal(err)
+		}
 	}
-	out, err := kubectl(context.Background(), "get", "apiservice", "v1beta1.metrics.k8s.io", "-o", "jsonpath={.spec.service.name}")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out != service {
-		t.Fatalf("after kubectl patch the APIService points at %q, want %q", out, service)
+	for _, name := range framework.APIServiceNames {
+		out, err := kubectl(context.Background(), "get", "apiservice", name, "-o", "jsonpath={.spec.service.name}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out != service {
+			t.Fatalf("after kubectl patch the APIService %s points at %q, want %q", name, out, service)
+		}
 	}
 	if err := env.api.WaitAvailable(context.Background(), nil, settle); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "answers through the aggregator from "+service, settle, func(ctx context.Context) error {
-		s, err := viaAggregator(ctx)
-		if err != nil {
-			return err
-		}
-		if by := servedBy(s); by != service {
-			return fmt.Errorf("windows %s: answered by %q", describeWindows(s), by)
-		}
-		return nil
-	})
+	for _, v := range framework.MetricsVersions {
+		eventually(t, "answers through the aggregator's metrics.k8s.io/"+v+" from "+service, settle, func(ctx context.Context) error {
+			s, err := viaAggregatorAt(ctx, v)
+			if err != nil {
+				return err
+			}
+			if by := servedBy(s); by != service {
+				return fmt.Errorf("windows %s: answered by %q", describeWindows(s), by)
+			}
+			return nil
+		})
+	}
 }
 
 // topMatchesTruth runs kubectl top nodes and kubectl top pods -A and checks that every node and pod is listed,

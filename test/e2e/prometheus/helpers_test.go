@@ -14,7 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"github.com/metrics-ring/metrics-ring/test/framework"
@@ -63,17 +62,17 @@ func newSnapshot(nodes []metricsv1beta1.NodeMetrics, pods []metricsv1beta1.PodMe
 	return s
 }
 
-// viaAggregator reads every node's and pod's metrics through kube-apiserver with client-go, as controllers do.
-func viaAggregator(ctx context.Context) (snapshot, error) {
-	nodes, err := env.metrics.MetricsV1beta1().NodeMetricses().List(ctx, metav1.ListOptions{})
+// viaAggregator reads every node's and pod's metrics through kube-apiserver with client-go through v1beta1, as
+// controllers do.
+func viaAggregator(ctx context.Context) (snapshot, error) { return viaAggregatorAt(ctx, "v1beta1") }
+
+// viaAggregatorAt is viaAggregator through one version of metrics.k8s.io.
+func viaAggregatorAt(ctx context.Context, version string) (snapshot, error) {
+	nodes, pods, err := framework.ListMetrics(ctx, env.metrics, version)
 	if err != nil {
-		return snapshot{}, fmt.Errorf("listing NodeMetrics: %w", err)
+		return snapshot{}, err
 	}
-	pods, err := env.metrics.MetricsV1beta1().PodMetricses("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return snapshot{}, fmt.Errorf("listing PodMetrics: %w", err)
-	}
-	return newSnapshot(nodes.Items, pods.Items), nil
+	return newSnapshot(nodes, pods), nil
 }
 
 // direct reads every node's and pod's metrics from one backend, bypassing the APIService.

@@ -113,10 +113,12 @@ func (o outage) unavailable(t *testing.T) {
 		})
 	}
 	// The rest of the cluster must not notice.
-	out, err := kubectl(ctx, "get", "apiservice", framework.APIServiceName, "--no-headers")
-	if f := strings.Fields(out); err != nil || len(f) < 3 || f[0] != framework.APIServiceName || f[1] != "kube-system/"+o.backend.Service || f[2] != "True" {
-		t.Errorf("kubectl get apiservice during the outage: err %v, want %s pointing at kube-system/%s, AVAILABLE True; output:\n%s",
-			err, framework.APIServiceName, o.backend.Service, out)
+	for _, name := range framework.APIServiceNames {
+		out, err := kubectl(ctx, "get", "apiservice", name, "--no-headers")
+		if f := strings.Fields(out); err != nil || len(f) < 3 || f[0] != name || f[1] != "kube-system/"+o.backend.Service || f[2] != "True" {
+			t.Errorf("kubectl get apiservice during the outage: err %v, want %s pointing at kube-system/%s, AVAILABLE True; output:\n%s",
+				err, name, o.backend.Service, out)
+		}
 	}
 	stdout, stderr, err := kubectlStreams(ctx, "api-resources")
 	if err != nil || stderr != "" {
@@ -124,7 +126,7 @@ func (o outage) unavailable(t *testing.T) {
 	}
 	var kinds []string
 	for _, l := range strings.Split(stdout, "\n") {
-		if f := strings.Fields(l); len(f) >= 4 && f[len(f)-3] == "metrics.k8s.io/v1beta1" {
+		if f := strings.Fields(l); len(f) >= 4 && f[len(f)-3] == "metrics.k8s.io/v1" { // the preferred version
 			kinds = append(kinds, f[len(f)-1])
 		}
 	}

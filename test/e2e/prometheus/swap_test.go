@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/metrics-ring/metrics-ring/test/framework"
 )
 
-// TestSwapBackendsWithKubectlPatch swaps the APIService from the kubelet source to the Prometheus source and
-// back with the README's one command, the real kubectl patch. After each swap kubectl top answers correctly,
-// and the window of PodMetrics (client-go) shows which backend answered: about one resolution from the kubelet
+// TestSwapBackendsWithKubectlPatch swaps both APIServices (v1 and v1beta1) from the kubelet source to the
+// Prometheus source and back with the README's one command, the real kubectl patch. After each swap kubectl top
+// answers correctly, and the windows read through each version (client-go) show which backend answered: about one resolution from the kubelet
 // source, the query's 1m range from Prometheus.
 func TestSwapBackendsWithKubectlPatch(t *testing.T) {
 	for _, step := range []struct {
@@ -26,14 +26,16 @@ func TestSwapBackendsWithKubectlPatch(t *testing.T) {
 			if err := topMatchesTruth(ctx); err != nil {
 				return err
 			}
-			// kubectl does not print the window; read it the way the HPA does, after kubectl's answer.
-			pods, err := env.metrics.MetricsV1beta1().PodMetricses("").List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return err
-			}
-			s := newSnapshot(nil, pods.Items)
-			if by := servedBy(s); by != step.service {
-				return fmt.Errorf("PodMetrics windows %s: answered by %q, want %s", describeWindows(s), by, step.service)
+			// kubectl (reading v1) does not print the window; read it in both versions, v1beta1 the way the HPA does,
+			// after kubectl's answer: both APIServices moved.
+			for _, v := range framework.MetricsVersions {
+				s, err := viaAggregatorAt(ctx, v)
+				if err != nil {
+					return err
+				}
+				if by := servedBy(s); by != step.service {
+					return fmt.Errorf("%s windows %s: answered by %q, want %s", v, describeWindows(s), by, step.service)
+				}
 			}
 			return nil
 		})
