@@ -177,28 +177,15 @@ func (p *parser) sample(series []byte, ts int64, v float64, stats *parseStats) b
 	m := metricOf(s.name)
 	switch m {
 	case metricNodeCPU:
-		if p.nodeHas&hasCPU != 0 {
-			stats.Duplicates++
-			return true
+		if p.nodeValue(hasCPU, &p.nodeCPU, v, stats) {
+			p.nodeTS = ts
 		}
-		p.nodeHas |= hasCPU
-		p.nodeCPU, p.nodeTS = v, ts
 		return true
 	case metricNodeMemory:
-		if p.nodeHas&hasMemory != 0 {
-			stats.Duplicates++
-			return true
-		}
-		p.nodeHas |= hasMemory
-		p.nodeMemory = v
+		p.nodeValue(hasMemory, &p.nodeMemory, v, stats)
 		return true
 	case metricNodeSwap:
-		if p.nodeHas&hasSwap != 0 {
-			stats.Duplicates++
-			return true
-		}
-		p.nodeHas |= hasSwap
-		p.nodeSwap = v
+		p.nodeValue(hasSwap, &p.nodeSwap, v, stats)
 		return true
 	case metricScrapeError:
 		stats.ScrapeError = stats.ScrapeError || v != 0
@@ -237,6 +224,17 @@ func (p *parser) sample(series []byte, ts int64, v float64, stats *parseStats) b
 	case hasSwap:
 		c.swap = v
 	}
+	return true
+}
+
+// nodeValue keeps the first value of a node series in a response; it reports false for a repeat.
+func (p *parser) nodeValue(bit uint8, into *float64, v float64, stats *parseStats) bool {
+	if p.nodeHas&bit != 0 {
+		stats.Duplicates++
+		return false
+	}
+	p.nodeHas |= bit
+	*into = v
 	return true
 }
 
