@@ -32,7 +32,7 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Adapter polls Prometheus for every container's and node's CPU and memory and writes them to storage.
+// Adapter polls Prometheus for every container's and node's CPU, memory and swap and writes them to storage.
 type Adapter struct {
 	client     *client
 	queries    *queries
@@ -85,8 +85,10 @@ type result struct {
 	err      error
 }
 
-// Poll runs one collection cycle: the four queries at one evaluation time, their results into storage, and the
-// cycle's outcome. A cycle succeeds when every query returned data; a partial one still stores what it has.
+// Poll runs one collection cycle: the queries at one evaluation time, their results into storage, and the cycle's
+// outcome. A cycle succeeds when every CPU and memory query returned data; a partial one still stores what it has.
+// The swap queries are optional (DESIGN.md section 4): no data is no swap, and a failing swap query is an error of
+// the cycle (counted, logged, kept as its last error) that loses only the swap of that cycle, not the collection.
 func (a *Adapter) Poll(ctx context.Context) {
 	start := a.now()
 	ts := evalTime(start)
@@ -103,27 +105,34 @@ func (a *Adapter) Poll(ctx context.Context) {
 	wg.Wait()
 
 	var errs []error
+	failed := false
 	for i, q := range qs {
 		r := &results[i]
 		a.account(q, r)
 		if r.err != nil {
 			errs = append(errs, fmt.Errorf("%s query: %w", q.name, r.err))
+			failed = failed || !q.optional
 		}
 	}
 	var sk skipped
 	qc := a.queries
-	nodes := mapNodes(results[2].vec, results[3].vec, &qc.nodeCPU, &qc.nodeMemory, &sk)
-	containers := mapContainers(results[0].vec, results[1].vec, &qc.containerCPU, &qc.containerMemory, &sk)
+	var containerSwap, nodeSwap model.Vector
+	if len(results) > 4 {
+		containerSwap, nodeSwap = results[4].vec, results[5].vec
+	}
+	nodes := mapNodes(results[2].vec, results[3].vec, nodeSwap, &qc.nodeCPU, &qc.nodeMemory, qc.nodeSwap, &sk)
+	containers := mapContainers(results[0].vec, results[1].vec, containerSwap, &qc.containerCPU,
+		&qc.containerMemory, qc.containerSwap, &sk)
 	// Nodes and containers may average CPU over different windows, so they go in separate batches.
 	rej := a.store.Store(&storage.Batch{CPU: storage.CPURate, Window: qc.nodeCPU.window, Nodes: nodes})
 	r2 := a.store.Store(&storage.Batch{CPU: storage.CPURate, Window: qc.containerCPU.window, Containers: containers})
-	rej.Invalid, rej.Zero = rej.Invalid+r2.Invalid, rej.Zero+r2.Zero
+	rej.Invalid, rej.Zero, rej.InvalidSwap = rej.Invalid+r2.Invalid, rej.Zero+r2.Zero, rej.InvalidSwap+r2.InvalidSwap
 	if rej.Example == "" {
 		rej.Example = r2.Example
 	}
 	a.reportSkipped(sk, rej)
 	err := errors.Join(errs...)
-	a.store.EndCycle(err == nil, err)
+	a.store.EndCycle(!failed, err)
 	pollDuration.Observe(a.now().Sub(start).Seconds())
 	klog.V(2).InfoS("Polled Prometheus", "nodes", len(nodes), "containers", len(containers), "duration", a.now().Sub(start), "err", err)
 }
@@ -139,7 +148,7 @@ func (a *Adapter) run(ctx context.Context, q *query, ts time.Time) (r result) {
 	t := time.Now()
 	vec, warnings, err := a.client.query(ctx, q.promql, ts)
 	queryDuration.WithLabelValues(q.name).Observe(time.Since(t).Seconds())
-	if err == nil && len(vec) == 0 {
+	if err == nil && len(vec) == 0 && !q.optional {
 		err = errors.New("query returned no data: check that Prometheus scrapes the kubelets and that the " +
 			"config's labels match the series")
 	}
@@ -202,7 +211,8 @@ func (a *Adapter) reportSkipped(sk skipped, rej storage.Rejection) {
 	case state != "" && !was:
 		a.failing["series"] = state
 		klog.InfoS("Some Prometheus series cannot be served; will log again when all can", "unmapped", sk.unmapped,
-			"duplicate", sk.duplicate, "partial", sk.partial, "invalid", rej.Invalid, "zero", rej.Zero, "example", rej.Example)
+			"duplicate", sk.duplicate, "partial", sk.partial, "invalid", rej.Invalid, "zero", rej.Zero,
+			"invalidSwap", rej.InvalidSwap, "example", rej.Example)
 	case state == "" && was:
 		delete(a.failing, "series")
 		klog.InfoS("Every Prometheus series can be served again")

@@ -31,7 +31,8 @@ type fakeProm struct {
 	status   int                 // non-200: answer an API error (or raw) with this status
 	raw      string              // with status: the body instead of the API error
 	warnings []string
-	hang     chan struct{} // non-nil: block until closed or the request is cancelled
+	hang     chan struct{}  // non-nil: block until closed or the request is cancelled
+	failing  map[string]int // metric name -> status of an API error answered to its queries
 	requests []*http.Request
 	forms    []map[string][]string
 }
@@ -46,6 +47,9 @@ func (f *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for name, s := range f.results {
 		if strings.Contains(r.Form.Get("query"), name+"{") {
 			result = s
+			if st, ok := f.failing[name]; ok {
+				status = st
+			}
 		}
 	}
 	f.mu.Unlock()
@@ -152,8 +156,8 @@ func TestRequestOptions(t *testing.T) {
 			h := newHarness(t, Options{ClientOptions: ClientOptions{Method: method, BearerTokenFile: token,
 				Headers: map[string]string{"X-Scope-OrgID": "team-a"}, Timeout: 7 * time.Second}})
 			h.poll(0)
-			if len(h.prom.requests) != 4 {
-				t.Fatalf("%d requests, want 4 (one per query)", len(h.prom.requests))
+			if len(h.prom.requests) != 6 {
+				t.Fatalf("%d requests, want 6 (one per query: cpu, memory and swap of containers and nodes)", len(h.prom.requests))
 			}
 			r, form := h.prom.requests[0], h.prom.forms[0]
 			if r.Method != method || r.Header.Get("Authorization") != "Bearer s3cret" || r.Header.Get("X-Scope-OrgID") != "team-a" {

@@ -22,10 +22,13 @@ type Config struct {
 	ExternalRules []any `json:"externalRules,omitempty"`
 }
 
-// ResourceRules say how to query CPU and memory of containers and nodes.
+// ResourceRules say how to query CPU, memory and swap of containers and nodes.
 type ResourceRules struct {
 	CPU    ResourceRule `json:"cpu"`
 	Memory ResourceRule `json:"memory"`
+	// Swap is metrics-ring's own addition (prometheus-adapter has none): the swap usage in bytes, served as
+	// usage.swap. Without it no swap is served.
+	Swap *ResourceRule `json:"swap,omitempty"`
 	// Window is the averaging window of the CPU query, as served in NodeMetrics/PodMetrics.window. When empty, the
 	// range of the CPU query's range vector is served.
 	Window string `json:"window,omitempty"`
@@ -74,6 +77,12 @@ func defaultRules() *ResourceRules {
 		Memory: ResourceRule{
 			ContainerQuery: `max by (<<.GroupBy>>) (container_memory_working_set_bytes{<<.LabelMatchers>>,container!="",container!="POD"})`,
 			NodeQuery:      `max by (<<.GroupBy>>) (node_memory_working_set_bytes{<<.LabelMatchers>>})`,
+			Resources:      mapping,
+			ContainerLabel: "container",
+		},
+		Swap: &ResourceRule{
+			ContainerQuery: `max by (<<.GroupBy>>) (container_swap_usage_bytes{<<.LabelMatchers>>,container!="",container!="POD"})`,
+			NodeQuery:      `max by (<<.GroupBy>>) (node_swap_usage_bytes{<<.LabelMatchers>>})`,
 			Resources:      mapping,
 			ContainerLabel: "container",
 		},

@@ -144,6 +144,9 @@ func TestPrometheusOverlayConfigIsTheDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(got.all()) != len(want.all()) {
+		t.Fatalf("overlay has %d queries, defaults %d", len(got.all()), len(want.all()))
+	}
 	for i, q := range got.all() {
 		if w := want.all()[i]; *q != *w {
 			t.Errorf("%s: overlay renders %+v, defaults %+v", q.name, *q, *w)

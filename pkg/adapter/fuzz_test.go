@@ -27,12 +27,12 @@ func FuzzResponse(f *testing.F) {
 			return
 		}
 		var sk skipped
-		for _, c := range mapContainers(vec, vec, &q.containerCPU, &q.containerMemory, &sk) {
+		for _, c := range mapContainers(vec, vec, vec, &q.containerCPU, &q.containerMemory, q.containerSwap, &sk) {
 			if c.Namespace == "" || c.Pod == "" || c.Container == "" {
 				t.Fatalf("mapped a container without a name: %+v", c)
 			}
 		}
-		for _, n := range mapNodes(vec, vec, &q.nodeCPU, &q.nodeMemory, &sk) {
+		for _, n := range mapNodes(vec, vec, vec, &q.nodeCPU, &q.nodeMemory, q.nodeSwap, &sk) {
 			if n.Node == "" {
 				t.Fatalf("mapped a node without a name: %+v", n)
 			}

@@ -14,22 +14,34 @@ import (
 type skipped struct {
 	unmapped  int // a naming label is missing or empty
 	duplicate int // two series name the same object (the larger value is kept)
-	partial   int // CPU without memory or memory without CPU
+	partial   int // CPU without memory or memory without CPU (or swap without either)
 }
+
+// resource says which value of a usage a result vector holds.
+type resource uint8
+
+const (
+	resourceCPU resource = iota
+	resourceMemory
+	resourceSwap
+)
 
 type containerKey struct{ namespace, pod, container string }
 
-// usage collects the CPU and memory results of one object.
+// usage collects the CPU, memory and swap results of one object.
 type usage struct {
-	cpu, mem       float64
-	hasCPU, hasMem bool
-	ts             model.Time
+	cpu, mem, swap          float64
+	hasCPU, hasMem, hasSwap bool
+	ts                      model.Time
 }
 
-func (u *usage) set(isCPU bool, v float64, ts model.Time, sk *skipped) {
+func (u *usage) set(r resource, v float64, ts model.Time, sk *skipped) {
 	has, val := &u.hasMem, &u.mem
-	if isCPU {
+	switch r {
+	case resourceCPU:
 		has, val = &u.hasCPU, &u.cpu
+	case resourceSwap:
+		has, val = &u.hasSwap, &u.swap
 	}
 	if *has {
 		sk.duplicate++
@@ -41,9 +53,9 @@ func (u *usage) set(isCPU bool, v float64, ts model.Time, sk *skipped) {
 	u.ts = max(u.ts, ts)
 }
 
-// mapContainers joins the container CPU and memory vectors into samples, sorted by namespace, pod and container so
-// that the same results always give the same batch.
-func mapContainers(cpu, mem model.Vector, qc, qm *query, sk *skipped) []storage.ContainerSample {
+// mapContainers joins the container CPU, memory and swap vectors into samples, sorted by namespace, pod and
+// container so that the same results always give the same batch. qs is nil without a swap rule.
+func mapContainers(cpu, mem, swap model.Vector, qc, qm, qs *query, sk *skipped) []storage.ContainerSample {
 	byKey := make(map[containerKey]*usage, len(cpu))
 	key := func(q *query) func(model.Metric) (containerKey, bool) {
 		return func(m model.Metric) (containerKey, bool) {
@@ -52,8 +64,11 @@ func mapContainers(cpu, mem model.Vector, qc, qm *query, sk *skipped) []storage.
 			return k, k.namespace != "" && k.pod != "" && k.container != ""
 		}
 	}
-	collect(cpu, key(qc), byKey, true, sk)
-	collect(mem, key(qm), byKey, false, sk)
+	collect(cpu, key(qc), byKey, resourceCPU, sk)
+	collect(mem, key(qm), byKey, resourceMemory, sk)
+	if qs != nil {
+		collect(swap, key(qs), byKey, resourceSwap, sk)
+	}
 	out := make([]storage.ContainerSample, 0, len(byKey))
 	for k, u := range byKey {
 		if !u.hasCPU || !u.hasMem {
@@ -61,7 +76,7 @@ func mapContainers(cpu, mem model.Vector, qc, qm *query, sk *skipped) []storage.
 			continue
 		}
 		out = append(out, storage.ContainerSample{Namespace: k.namespace, Pod: k.pod, Container: k.container,
-			Sample: storage.Sample{Timestamp: u.ts.Time().UTC(), CPU: u.cpu, Memory: u.mem}})
+			Sample: u.sample()})
 	}
 	slices.SortFunc(out, func(a, b storage.ContainerSample) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Pod, b.Pod), cmp.Compare(a.Container, b.Container))
@@ -69,8 +84,8 @@ func mapContainers(cpu, mem model.Vector, qc, qm *query, sk *skipped) []storage.
 	return out
 }
 
-// mapNodes joins the node CPU and memory vectors into samples, sorted by node.
-func mapNodes(cpu, mem model.Vector, qc, qm *query, sk *skipped) []storage.NodeSample {
+// mapNodes joins the node CPU, memory and swap vectors into samples, sorted by node. qs is nil without a swap rule.
+func mapNodes(cpu, mem, swap model.Vector, qc, qm, qs *query, sk *skipped) []storage.NodeSample {
 	byNode := make(map[string]*usage, len(cpu))
 	key := func(q *query) func(model.Metric) (string, bool) {
 		return func(m model.Metric) (string, bool) {
@@ -78,24 +93,30 @@ func mapNodes(cpu, mem model.Vector, qc, qm *query, sk *skipped) []storage.NodeS
 			return name, name != ""
 		}
 	}
-	collect(cpu, key(qc), byNode, true, sk)
-	collect(mem, key(qm), byNode, false, sk)
+	collect(cpu, key(qc), byNode, resourceCPU, sk)
+	collect(mem, key(qm), byNode, resourceMemory, sk)
+	if qs != nil {
+		collect(swap, key(qs), byNode, resourceSwap, sk)
+	}
 	out := make([]storage.NodeSample, 0, len(byNode))
 	for name, u := range byNode {
 		if !u.hasCPU || !u.hasMem {
 			sk.partial++
 			continue
 		}
-		out = append(out, storage.NodeSample{Node: name,
-			Sample: storage.Sample{Timestamp: u.ts.Time().UTC(), CPU: u.cpu, Memory: u.mem}})
+		out = append(out, storage.NodeSample{Node: name, Sample: u.sample()})
 	}
 	slices.SortFunc(out, func(a, b storage.NodeSample) int { return cmp.Compare(a.Node, b.Node) })
 	return out
 }
 
+func (u *usage) sample() storage.Sample {
+	return storage.Sample{Timestamp: u.ts.Time().UTC(), CPU: u.cpu, Memory: u.mem, Swap: u.swap, HasSwap: u.hasSwap}
+}
+
 // collect adds one vector's values to the usage of the objects its series name; a series whose naming labels are
 // missing is counted as unmapped.
-func collect[K comparable](vec model.Vector, key func(model.Metric) (K, bool), into map[K]*usage, isCPU bool, sk *skipped) {
+func collect[K comparable](vec model.Vector, key func(model.Metric) (K, bool), into map[K]*usage, r resource, sk *skipped) {
 	for _, s := range vec {
 		k, ok := key(s.Metric)
 		if !ok {
@@ -107,7 +128,7 @@ func collect[K comparable](vec model.Vector, key func(model.Metric) (K, bool), i
 			u = &usage{}
 			into[k] = u
 		}
-		u.set(isCPU, float64(s.Value), s.Timestamp, sk)
+		u.set(r, float64(s.Value), s.Timestamp, sk)
 	}
 }
 

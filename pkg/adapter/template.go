@@ -19,15 +19,22 @@ type query struct {
 	namespace, pod, container, node string
 	// window is served as NodeMetrics/PodMetrics.window for CPU queries.
 	window time.Duration
+	// optional queries (swap) may return no data: a cluster without swap, or a Prometheus without the series.
+	optional bool
 }
 
-// queries are the four queries of one poll.
+// queries are the four queries of one poll, and the two swap queries when the config has a swap rule.
 type queries struct {
 	containerCPU, containerMemory, nodeCPU, nodeMemory query
+	containerSwap, nodeSwap                            *query // nil without a swap rule
 }
 
 func (q *queries) all() []*query {
-	return []*query{&q.containerCPU, &q.containerMemory, &q.nodeCPU, &q.nodeMemory}
+	all := []*query{&q.containerCPU, &q.containerMemory, &q.nodeCPU, &q.nodeMemory}
+	if q.containerSwap != nil {
+		all = append(all, q.containerSwap, q.nodeSwap)
+	}
+	return all
 }
 
 // templateData is what a prometheus-adapter query template sees.
@@ -69,6 +76,15 @@ func compile(r *ResourceRules) (*queries, error) {
 			}
 		}
 		*c.out = *out
+	}
+	if r.Swap != nil {
+		if q.containerSwap, err = compileOne("container swap", r.Swap, r.Swap.ContainerQuery, false); err != nil {
+			return nil, err
+		}
+		if q.nodeSwap, err = compileOne("node swap", r.Swap, r.Swap.NodeQuery, true); err != nil {
+			return nil, err
+		}
+		q.containerSwap.optional, q.nodeSwap.optional = true, true
 	}
 	return &q, nil
 }

@@ -14,6 +14,7 @@ func FuzzParse(f *testing.F) {
 		f.Add(readFixture(f, name))
 	}
 	f.Add([]byte(node1 + ctr("a", "c", 1, 2) + "garbage {\n" + ctr("b", "c", 3, 4)))
+	f.Add([]byte(node1 + "node_swap_usage_bytes NaN\n" + ctr("a", "c", 1, 2) + swapLine("a", "c", "-1") + swapLine("z", "c", "2")))
 	f.Add([]byte(`{"container_cpu_usage_seconds_total",container="c",namespace="n",pod="p\n"} 1 2` + "\n"))
 	f.Add([]byte("# HELP x \\n\n# TYPE x counter\nx{a=\"\n\"} 1\n" + node1[:20]))
 	p := newParser()

@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
 // Request outcomes of metrics_ring_kubelet_requests_total.
@@ -37,7 +39,8 @@ var (
 		Namespace: "metrics_ring", Subsystem: "kubelet", Name: "invalid_samples_total",
 		Help: "Samples or lines from kubelets that are not served, by reason: parse_error, truncated, duplicate, " +
 			"missing_labels, incomplete_container, incomplete_node, invalid_start_time (served with an unknown " +
-			"start), and storage's rejections invalid (NaN, infinite, negative) and zero.",
+			"start), and storage's rejections invalid (NaN, infinite, negative), zero and invalid_swap (served " +
+			"without swap).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
 	// nodeUp is the only per-node series; it is deleted when the node leaves the lister (DESIGN.md section 2).
@@ -59,7 +62,7 @@ func RegisterMetrics() {
 }
 
 // countInvalid adds a response's losses to invalid_samples_total.
-func countInvalid(s *parseStats, invalid, zero int) {
+func countInvalid(s *parseStats, rej storage.Rejection) {
 	add := func(reason string, n int) {
 		if n > 0 {
 			invalidSamples.WithLabelValues(reason).Add(float64(n))
@@ -72,8 +75,9 @@ func countInvalid(s *parseStats, invalid, zero int) {
 	add("incomplete_container", s.Incomplete)
 	add("incomplete_node", b2i(s.NodeMissing))
 	add("invalid_start_time", s.BadStartTime)
-	add("invalid", invalid)
-	add("zero", zero)
+	add("invalid", rej.Invalid)
+	add("zero", rej.Zero)
+	add("invalid_swap", rej.InvalidSwap) // CPU and memory of these samples are served
 }
 
 func b2i(b bool) int {

@@ -18,6 +18,7 @@ const (
 	hasCPU uint8 = 1 << iota
 	hasMemory
 	hasStart
+	hasSwap // optional: Windows nodes and older kubelets report none
 )
 
 // parseStats says what a response lost, for /metrics and the per-node log line. Values storage rejects (zero, NaN,
@@ -44,6 +45,7 @@ func (s *parseStats) problems() bool {
 type container struct {
 	namespace, pod, name string
 	cpu, memory, start   float64
+	swap                 float64
 	cpuTS                int64
 	has                  uint8
 	epoch                uint64 // the parse that last saw it
@@ -63,6 +65,7 @@ type parser struct {
 	metric metric
 
 	nodeCPU, nodeMemory float64
+	nodeSwap            float64
 	nodeTS              int64
 	nodeHas             uint8
 }
@@ -152,8 +155,8 @@ func (p *parser) parseFrom(body []byte, pos int, nowMs int64, stats *parseStats)
 				lineEnd = off + len(anchor) + nl + 1
 			}
 			if skipFrom {
-				// Nearly half a kubelet response is pod-level and swap series; skipping them with a byte scan,
-				// and resuming textparse after them, saves lexing them.
+				// A third of a kubelet response is pod-level series; skipping them with a byte scan, and
+				// resuming textparse after them, saves lexing them.
 				if next := skipOthers(body, lineEnd); next > lineEnd {
 					return next
 				}
@@ -174,20 +177,15 @@ func (p *parser) sample(series []byte, ts int64, v float64, stats *parseStats) b
 	m := metricOf(s.name)
 	switch m {
 	case metricNodeCPU:
-		if p.nodeHas&hasCPU != 0 {
-			stats.Duplicates++
-			return true
+		if p.nodeValue(hasCPU, &p.nodeCPU, v, stats) {
+			p.nodeTS = ts
 		}
-		p.nodeHas |= hasCPU
-		p.nodeCPU, p.nodeTS = v, ts
 		return true
 	case metricNodeMemory:
-		if p.nodeHas&hasMemory != 0 {
-			stats.Duplicates++
-			return true
-		}
-		p.nodeHas |= hasMemory
-		p.nodeMemory = v
+		p.nodeValue(hasMemory, &p.nodeMemory, v, stats)
+		return true
+	case metricNodeSwap:
+		p.nodeValue(hasSwap, &p.nodeSwap, v, stats)
 		return true
 	case metricScrapeError:
 		stats.ScrapeError = stats.ScrapeError || v != 0
@@ -198,6 +196,8 @@ func (p *parser) sample(series []byte, ts int64, v float64, stats *parseStats) b
 		bit = hasMemory
 	case metricContainerStart:
 		bit = hasStart
+	case metricContainerSwap:
+		bit = hasSwap
 	default:
 		return false
 	}
@@ -221,7 +221,20 @@ func (p *parser) sample(series []byte, ts int64, v float64, stats *parseStats) b
 		c.memory = v
 	case hasStart:
 		c.start = v
+	case hasSwap:
+		c.swap = v
 	}
+	return true
+}
+
+// nodeValue keeps the first value of a node series in a response; it reports false for a repeat.
+func (p *parser) nodeValue(bit uint8, into *float64, v float64, stats *parseStats) bool {
+	if p.nodeHas&bit != 0 {
+		stats.Duplicates++
+		return false
+	}
+	p.nodeHas |= bit
+	*into = v
 	return true
 }
 
@@ -267,6 +280,7 @@ func (p *parser) finish(node string, b *storage.Batch, stats *parseStats) {
 	if p.nodeHas&(hasCPU|hasMemory) == hasCPU|hasMemory {
 		b.Nodes = append(b.Nodes, storage.NodeSample{Node: node, Sample: storage.Sample{
 			Timestamp: time.UnixMilli(p.nodeTS), CPU: p.nodeCPU, Memory: p.nodeMemory,
+			Swap: p.nodeSwap, HasSwap: p.nodeHas&hasSwap != 0,
 		}})
 	} else {
 		stats.NodeMissing = true
@@ -286,7 +300,8 @@ func (p *parser) finish(node string, b *storage.Batch, stats *parseStats) {
 		// The CPU timestamp is the sample's time: the rate storage computes divides by it.
 		b.Containers = append(b.Containers, storage.ContainerSample{
 			Namespace: c.namespace, Pod: c.pod, Container: c.name,
-			Sample: storage.Sample{Timestamp: time.UnixMilli(c.cpuTS), StartTime: start, CPU: c.cpu, Memory: c.memory},
+			Sample: storage.Sample{Timestamp: time.UnixMilli(c.cpuTS), StartTime: start, CPU: c.cpu, Memory: c.memory,
+				Swap: c.swap, HasSwap: c.has&hasSwap != 0},
 		})
 	}
 	if len(p.containers) > len(p.seen) {

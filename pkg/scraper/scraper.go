@@ -251,12 +251,12 @@ func (s *Scraper) store1(node, url string, w *worker, st *nodeState, stats *pars
 	}
 	b.Key, b.CPU, b.Window = node, storage.CPUCumulative, 0
 	rej := s.store.Store(b)
-	countInvalid(stats, rej.Invalid, rej.Zero)
+	countInvalid(stats, rej)
 	ref := klog.KRef("", node)
 	switch {
 	case rej.Total() > 0 && !st.rejecting:
 		klog.ErrorS(nil, "Kubelet sent zero or invalid values; they are not served", "node", ref,
-			"invalid", rej.Invalid, "zero", rej.Zero, "example", rej.Example)
+			"invalid", rej.Invalid, "zero", rej.Zero, "invalidSwap", rej.InvalidSwap, "example", rej.Example)
 	case rej.Total() == 0 && st.rejecting:
 		klog.InfoS("Kubelet values are valid again", "node", ref)
 	}

@@ -12,12 +12,12 @@ func cluster(nodes, pods, containers int) []Batch {
 	out := make([]Batch, nodes)
 	for n := range out {
 		name := fmt.Sprintf("node-%d", n)
-		b := Batch{Key: name, CPU: CPUCumulative, Nodes: []NodeSample{{Node: name, Sample: Sample{CPU: 1, Memory: 1 << 30}}}}
+		b := Batch{Key: name, CPU: CPUCumulative, Nodes: []NodeSample{{Node: name, Sample: Sample{CPU: 1, Memory: 1 << 30, HasSwap: true}}}}
 		for p := 0; p < pods; p++ {
 			for c := 0; c < containers; c++ {
 				b.Containers = append(b.Containers, ContainerSample{
 					Namespace: fmt.Sprintf("ns-%d", p%10), Pod: fmt.Sprintf("pod-%d-%d", n, p), Container: fmt.Sprintf("c%d", c),
-					Sample: Sample{StartTime: t0.Add(-time.Hour), CPU: 1, Memory: 1 << 20}})
+					Sample: Sample{StartTime: t0.Add(-time.Hour), CPU: 1, Memory: 1 << 20, Swap: float64(c << 20), HasSwap: true}})
 			}
 		}
 		out[n] = b

@@ -12,7 +12,7 @@ var (
 		Namespace:      "metrics_ring",
 		Subsystem:      "storage",
 		Name:           "samples_rejected_total",
-		Help:           "Samples not served because a value was invalid (NaN, infinite, negative) or zero (a broken source), or the pod is bound to another node (foreign).",
+		Help:           "Samples not served because a value was invalid (NaN, infinite, negative) or zero (a broken source), or the pod is bound to another node (foreign); invalid_swap counts samples served without their invalid swap value.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
 	seriesPruned = metrics.NewCounterVec(&metrics.CounterOpts{

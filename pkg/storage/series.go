@@ -25,10 +25,13 @@ type series struct {
 	seen   int64         // when the series last received a new sample, on storage's clock (Storage.mono)
 	batch  uint64        // sequence number of the newest Store that reported this series
 	bad    bool          // the newest report was rejected: serve nothing rather than an older value
+	// swap is the swap usage of the newest point, NaN when it had none (not reported, or invalid). Only the newest
+	// value is served, so it lives here and not in every point: the rings stay at 24 bytes a sample.
+	swap float64
 }
 
 func newSeries(history int) *series {
-	return &series{points: make([]point, history), head: -1}
+	return &series{points: make([]point, history), head: -1, swap: math.NaN()}
 }
 
 // reset forgets every sample, keeping the allocation.
@@ -95,6 +98,9 @@ func (s *series) usage(window, resolution, staleAfter time.Duration) (u Usage, t
 	}
 	last := s.newest()
 	u.Memory = uint64(last.mem)
+	if !math.IsNaN(s.swap) {
+		u = u.WithSwap(uint64(s.swap))
+	}
 	if s.kind == CPURate {
 		u.CPU = nanocores(last.cpu)
 		return u, last.ts, s.window, true
@@ -143,6 +149,18 @@ func validate(kind CPUKind, smp *Sample) (invalid, zero bool) {
 		return false, true
 	}
 	return false, false
+}
+
+// validSwap returns the sample's swap value to store: NaN when it has none. invalid reports a swap value that is
+// NaN, infinite or negative, which loses the swap alone (DESIGN.md section 2).
+func validSwap(smp *Sample) (swap float64, invalid bool) {
+	if !smp.HasSwap {
+		return math.NaN(), false
+	}
+	if v := smp.Swap; math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		return math.NaN(), true
+	}
+	return smp.Swap, false
 }
 
 func unixNano(t time.Time) int64 {

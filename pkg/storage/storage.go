@@ -184,6 +184,9 @@ func (s *Storage) Store(b *Batch) Rejection {
 	if rej.Zero > 0 {
 		samplesRejected.WithLabelValues("zero").Add(float64(rej.Zero))
 	}
+	if rej.InvalidSwap > 0 {
+		samplesRejected.WithLabelValues("invalid_swap").Add(float64(rej.InvalidSwap))
+	}
 	return rej
 }
 
@@ -195,8 +198,14 @@ func (s *Storage) record(sr *series, b *Batch, smp *Sample, seq uint64, now, pre
 	sr.bad = invalid || zero
 	if !sr.bad {
 		p := point{ts: unixNano(smp.Timestamp), cpu: smp.CPU, mem: smp.Memory}
+		swap, badSwap := validSwap(smp)
 		if sr.add(p, unixNano(smp.StartTime), b.CPU, b.Window, prev, int64(s.opts.StaleAfter)) {
 			sr.seen = now // staleness counts from the newest new sample, not from repeats or ignored ones
+			sr.swap = swap
+		}
+		if badSwap {
+			rej.InvalidSwap++
+			return rej.Example == ""
 		}
 		return false
 	}

@@ -156,5 +156,10 @@ func (s *Storage) Unavailable() error {
 
 // describe names one rejected sample for a log line.
 func describe(name string, smp *Sample) string {
-	return fmt.Sprintf("%s: cpu=%g memory=%g at %s", name, smp.CPU, smp.Memory, smp.Timestamp.UTC().Format(time.RFC3339))
+	swap := ""
+	if smp.HasSwap {
+		swap = fmt.Sprintf(" swap=%g", smp.Swap)
+	}
+	return fmt.Sprintf("%s: cpu=%g memory=%g%s at %s", name, smp.CPU, smp.Memory, swap,
+		smp.Timestamp.UTC().Format(time.RFC3339))
 }

@@ -40,6 +40,22 @@ func wantPodRow(usage map[string]kubeletsim.Usage) []string {
 	return []string{kubectlCPU(cpu), kubectlMem(mem)}
 }
 
+// wantPodSwapRow is wantPodRow with the SWAP(bytes) column of --show-swap: the pod's swap summed over its
+// containers, printed in whole mebibytes like memory.
+func wantPodSwapRow(usage map[string]kubeletsim.Usage) []string {
+	swap := memQuantity(0)
+	for _, u := range usage {
+		swap.Add(memQuantity(u.SwapBytes))
+	}
+	return append(wantPodRow(usage), kubectlMem(swap))
+}
+
+// topFlags are the two ways every kubectl top test runs: as it was, and with the swap columns.
+var topFlags = []struct {
+	name string
+	args []string
+}{{"", nil}, {"--show-swap", []string{"--show-swap"}}}
+
 func checkHeader(got []string, want ...string) error {
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		return fmt.Errorf("header %q, want %q", got, want)
@@ -49,9 +65,13 @@ func checkHeader(got []string, want ...string) error {
 
 func TestKubectlTopNodes(t *testing.T) {
 	alloc := nodeAllocatable(t)
-	eventually(t, "kubectl top nodes to print the truth", settle, func(ctx context.Context) error {
-		return topNodesMatchTruth(ctx, alloc)
-	})
+	for _, f := range topFlags {
+		t.Run(f.name, func(t *testing.T) {
+			eventually(t, "kubectl top nodes "+f.name+" to print the truth", settle, func(ctx context.Context) error {
+				return topNodesMatchTruth(ctx, alloc, f.args...)
+			})
+		})
+	}
 	if err := topReadsV1(context.Background(), "nodes", "top", "nodes"); err != nil {
 		t.Fatal(err)
 	}
@@ -77,10 +97,11 @@ func topReadsV1(ctx context.Context, resource string, args ...string) error {
 	return nil
 }
 
-// topNodesMatchTruth runs kubectl top nodes and compares every row with the truth as kubectl prints it.
-func topNodesMatchTruth(ctx context.Context, alloc map[string]corev1.ResourceList) error {
+// topNodesMatchTruth runs kubectl top nodes and compares every row with the truth as kubectl prints it. With
+// --show-swap, the swap percentage is of the Node's status.nodeInfo.swap.capacity, which kubectl reads itself.
+func topNodesMatchTruth(ctx context.Context, alloc map[string]corev1.ResourceList, flags ...string) error {
 	truth := env.sim.Truth()
-	out, err := kubectl(ctx, "", "top", "nodes")
+	out, err := kubectl(ctx, "", append([]string{"top", "nodes"}, flags...)...)
 	if err != nil {
 		return err
 	}
@@ -88,7 +109,12 @@ func topNodesMatchTruth(ctx context.Context, alloc map[string]corev1.ResourceLis
 	if err != nil {
 		return err
 	}
-	if err := checkHeader(header, "NAME", "CPU(cores)", "CPU(%)", "MEMORY(bytes)", "MEMORY(%)"); err != nil {
+	columns := []string{"NAME", "CPU(cores)", "CPU(%)", "MEMORY(bytes)", "MEMORY(%)"}
+	showSwap := len(flags) > 0
+	if showSwap {
+		columns = append(columns, "SWAP(bytes)", "SWAP(%)")
+	}
+	if err := checkHeader(header, columns...); err != nil {
 		return err
 	}
 	want := map[string][]string{}
@@ -98,6 +124,10 @@ func topNodesMatchTruth(ctx context.Context, alloc map[string]corev1.ResourceLis
 			kubectlCPU(cpu), kubectlPercent(cpu, alloc[name][corev1.ResourceCPU]),
 			kubectlMem(mem), kubectlPercent(mem, alloc[name][corev1.ResourceMemory]),
 		}
+		if showSwap {
+			swap := memQuantity(u.SwapBytes)
+			want[name] = append(want[name], kubectlMem(swap), kubectlPercent(swap, memQuantity(kubeletsim.NodeSwapBytes)))
+		}
 	}
 	if d := diffRows(want, rows); d != "" {
 		return errors.New(d)
@@ -106,28 +136,36 @@ func topNodesMatchTruth(ctx context.Context, alloc map[string]corev1.ResourceLis
 }
 
 func TestKubectlTopPodsAllNamespaces(t *testing.T) {
-	eventually(t, "kubectl top pods -A to print the truth", settle, func(ctx context.Context) error {
-		truth := env.sim.Truth()
-		out, err := kubectl(ctx, "", "top", "pods", "-A")
-		if err != nil {
-			return err
-		}
-		header, rows, err := table(out, 2)
-		if err != nil {
-			return err
-		}
-		if err := checkHeader(header, "NAMESPACE", "NAME", "CPU(cores)", "MEMORY(bytes)"); err != nil {
-			return err
-		}
-		want := map[string][]string{}
-		for key, containers := range truth.Pods {
-			want[key] = wantPodRow(containers)
-		}
-		if d := diffRows(want, rows); d != "" {
-			return errors.New(d)
-		}
-		return nil
-	})
+	for _, f := range topFlags {
+		t.Run(f.name, func(t *testing.T) {
+			eventually(t, "kubectl top pods -A "+f.name+" to print the truth", settle, func(ctx context.Context) error {
+				truth := env.sim.Truth()
+				out, err := kubectl(ctx, "", append([]string{"top", "pods", "-A"}, f.args...)...)
+				if err != nil {
+					return err
+				}
+				header, rows, err := table(out, 2)
+				if err != nil {
+					return err
+				}
+				columns, row := []string{"NAMESPACE", "NAME", "CPU(cores)", "MEMORY(bytes)"}, wantPodRow
+				if len(f.args) > 0 {
+					columns, row = append(columns, "SWAP(bytes)"), wantPodSwapRow
+				}
+				if err := checkHeader(header, columns...); err != nil {
+					return err
+				}
+				want := map[string][]string{}
+				for key, containers := range truth.Pods {
+					want[key] = row(containers)
+				}
+				if d := diffRows(want, rows); d != "" {
+					return errors.New(d)
+				}
+				return nil
+			})
+		})
+	}
 	if err := topReadsV1(context.Background(), "pods", "top", "pods", "-A"); err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,8 @@ import (
 )
 
 // checkUsage compares served usage with the truth: CPU within 1 % (it is a rate measured over a window of
-// real time), memory exact (it is a gauge).
+// real time), memory and swap exact (gauges). Every simulated kubelet reports swap, so usage.swap must be there,
+// 0 included.
 func checkUsage(what string, got corev1.ResourceList, want kubeletsim.Usage) error {
 	cpu, mem := got[corev1.ResourceCPU], got[corev1.ResourceMemory]
 	if !withinPercent(cpu.ScaledValue(resource.Nano), int64(want.CPUNanoCores), 1) {
@@ -26,6 +27,9 @@ func checkUsage(what string, got corev1.ResourceList, want kubeletsim.Usage) err
 	}
 	if mem.Value() != int64(want.MemoryBytes) {
 		return fmt.Errorf("%s: memory %d, want %d", what, mem.Value(), want.MemoryBytes)
+	}
+	if swap, ok := got["swap"]; !ok || swap.Value() != int64(want.SwapBytes) {
+		return fmt.Errorf("%s: swap %s (present %v), want %d", what, swap.String(), ok, want.SwapBytes)
 	}
 	return nil
 }

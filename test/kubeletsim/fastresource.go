@@ -89,27 +89,27 @@ func (n *node) renderResource(b []byte) []byte {
 		}
 		b = header(b, famContainerSwap)
 		for _, pc := range cs {
-			b = containerSample(b, famContainerSwap.name, pc, 0, ms)
+			b = containerSample(b, famContainerSwap.name, pc, float64(pc.c.swap), ms)
 		}
 	}
-	nodeMem := uint64(NodeOverheadMemoryBytes)
+	nodeMem, nodeSwap := uint64(NodeOverheadMemoryBytes), uint64(0)
 	for _, p := range n.pods {
 		for _, c := range p.containers {
-			nodeMem += c.memory
+			nodeMem, nodeSwap = nodeMem+c.memory, nodeSwap+c.swap
 		}
 	}
 	b = appendSample(header(b, famNodeCPU), famNodeCPU.name, float64(n.cpu.at(ns))/1e9, ms)
 	b = appendSample(header(b, famNodeMem), famNodeMem.name, float64(nodeMem), ms)
-	b = appendSample(header(b, famNodeSwap), famNodeSwap.name, 0, ms)
+	b = appendSample(header(b, famNodeSwap), famNodeSwap.name, float64(nodeSwap), ms)
 	if len(pods) > 0 {
 		for _, f := range []family{famPodCPU, famPodMem, famPodSwap} {
 			b = header(b, f)
 			for _, p := range pods {
-				var cpu, mem uint64
+				var cpu, mem, swap uint64
 				for _, c := range p.containers {
-					cpu, mem = cpu+c.cpu.at(ns), mem+c.memory
+					cpu, mem, swap = cpu+c.cpu.at(ns), mem+c.memory, swap+c.swap
 				}
-				v := 0.0
+				v := float64(swap)
 				switch f {
 				case famPodCPU:
 					v = float64(cpu) / 1e9

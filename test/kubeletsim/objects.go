@@ -18,6 +18,9 @@ import (
 const (
 	nodeCPUCores    = 32
 	nodeMemoryBytes = 128 << 30
+	// NodeSwapBytes is every node's swap capacity, published in status.nodeInfo.swap.capacity as a kubelet with
+	// swap does (kubectl top nodes --show-swap divides by it).
+	NodeSwapBytes = 8 << 30
 )
 
 func (s *Sim) nodeObject(n *node) *corev1.Node {
@@ -26,6 +29,7 @@ func (s *Sim) nodeObject(n *node) *corev1.Node {
 	s.mu.RUnlock()
 	now := metav1.Now()
 	maxPods := max(110, s.cfg.PodsPerNode)
+	swapCapacity := int64(NodeSwapBytes)
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU:    *resource.NewQuantity(nodeCPUCores, resource.DecimalSI),
 		corev1.ResourceMemory: *resource.NewQuantity(nodeMemoryBytes, resource.BinarySI),
@@ -47,7 +51,8 @@ func (s *Sim) nodeObject(n *node) *corev1.Node {
 				{Type: corev1.NodeHostName, Address: n.name}},
 			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(port)}},
 			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.37.2", OperatingSystem: "linux",
-				Architecture: "amd64", ContainerRuntimeVersion: "containerd://2.1.0", OSImage: "kubeletsim"},
+				Architecture: "amd64", ContainerRuntimeVersion: "containerd://2.1.0", OSImage: "kubeletsim",
+				Swap: &corev1.NodeSwapStatus{Capacity: &swapCapacity}},
 		},
 	}
 }

@@ -61,6 +61,9 @@ func TestRegisterCreatesReadyNodesAndRunningPods(t *testing.T) {
 			n.Status.Conditions[0].Status != corev1.ConditionTrue {
 			t.Errorf("node %s not Ready: %+v", name, n.Status.Conditions)
 		}
+		if sw := n.Status.NodeInfo.Swap; sw == nil || sw.Capacity == nil || *sw.Capacity != NodeSwapBytes {
+			t.Errorf("node %s swap status %+v, want a capacity of %d as a kubelet with swap reports", name, sw, NodeSwapBytes)
+		}
 	}
 	for _, ref := range s.Pods() {
 		p, err := c.CoreV1().Pods(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
@@ -121,7 +124,7 @@ func TestAddPodBindsServesAndRemovePodStops(t *testing.T) {
 	got, _ := c.CoreV1().Pods("default").Get(ctx, "web-abc", metav1.GetOptions{})
 	checkRunning(t, got, node, 2)
 	truth := s.Truth()
-	if u := truth.Pods["default/web-abc"]["log"]; u != (Usage{300_000_000, 40 << 20}) {
+	if u := truth.Pods["default/web-abc"]["log"]; u != (Usage{CPUNanoCores: 300_000_000, MemoryBytes: 40 << 20}) {
 		t.Errorf("truth of the adopted pod: %+v", truth.Pods["default/web-abc"])
 	}
 	a, b := scrapeTwice(t, s, client(t, s), node, "/metrics/resource")

@@ -53,12 +53,11 @@ func (sp summaryProvider) GetCPUAndMemoryStats(context.Context) (*statsapi.Summa
 	for _, p := range pods {
 		nc += len(p.containers)
 	}
-	u64 := make([]uint64, 0, 3*(nc+len(pods)+1))
+	u64 := make([]uint64, 0, 4*(nc+len(pods)+1))
 	ptr := func(v uint64) *uint64 { u64 = append(u64, v); return &u64[len(u64)-1] }
 	cpus := make([]statsapi.CPUStats, 0, nc+len(pods)+1)
 	mems := make([]statsapi.MemoryStats, 0, nc+len(pods)+1)
 	swaps := make([]statsapi.SwapStats, 0, nc+len(pods)+1)
-	zero := uint64(0)
 	cpu := func(ns uint64, rate uint64) *statsapi.CPUStats {
 		cpus = append(cpus, statsapi.CPUStats{Time: ts, UsageCoreNanoSeconds: ptr(ns), UsageNanoCores: ptr(rate)})
 		return &cpus[len(cpus)-1]
@@ -68,12 +67,12 @@ func (sp summaryProvider) GetCPUAndMemoryStats(context.Context) (*statsapi.Summa
 		mems = append(mems, statsapi.MemoryStats{Time: ts, WorkingSetBytes: ws, UsageBytes: ws})
 		return &mems[len(mems)-1]
 	}
-	swap := func() *statsapi.SwapStats {
-		swaps = append(swaps, statsapi.SwapStats{Time: ts, SwapUsageBytes: &zero})
+	swap := func(b uint64) *statsapi.SwapStats {
+		swaps = append(swaps, statsapi.SwapStats{Time: ts, SwapUsageBytes: ptr(b)})
 		return &swaps[len(swaps)-1]
 	}
 
-	nodeMem := uint64(NodeOverheadMemoryBytes)
+	nodeMem, nodeSwap := uint64(NodeOverheadMemoryBytes), uint64(0)
 	summary := &statsapi.Summary{Pods: make([]statsapi.PodStats, len(pods))}
 	cstats := make([]statsapi.ContainerStats, nc)
 	for i, p := range pods {
@@ -81,19 +80,19 @@ func (sp summaryProvider) GetCPUAndMemoryStats(context.Context) (*statsapi.Summa
 		ps.PodRef = statsapi.PodReference{Name: p.name, Namespace: p.namespace, UID: p.uid}
 		ps.StartTime = metav1.NewTime(p.start)
 		ps.Containers, cstats = cstats[:len(p.containers):len(p.containers)], cstats[len(p.containers):]
-		var podCPU, podRate, podMem uint64
+		var podCPU, podRate, podMem, podSwap uint64
 		for j, c := range p.containers {
 			v := c.cpu.at(nowNs)
-			podCPU, podRate, podMem = podCPU+v, podRate+c.cpu.rate, podMem+c.memory
+			podCPU, podRate, podMem, podSwap = podCPU+v, podRate+c.cpu.rate, podMem+c.memory, podSwap+c.swap
 			ps.Containers[j] = statsapi.ContainerStats{Name: c.name, StartTime: metav1.NewTime(c.start),
-				CPU: cpu(v, c.cpu.rate), Memory: mem(c.memory), Swap: swap()}
+				CPU: cpu(v, c.cpu.rate), Memory: mem(c.memory), Swap: swap(c.swap)}
 		}
 		if i < own {
-			nodeMem += podMem
+			nodeMem, nodeSwap = nodeMem+podMem, nodeSwap+podSwap
 		}
-		ps.CPU, ps.Memory, ps.Swap = cpu(podCPU, podRate), mem(podMem), swap()
+		ps.CPU, ps.Memory, ps.Swap = cpu(podCPU, podRate), mem(podMem), swap(podSwap)
 	}
 	summary.Node = statsapi.NodeStats{NodeName: n.name, StartTime: metav1.NewTime(n.boot),
-		CPU: cpu(n.cpu.at(nowNs), n.cpu.rate), Memory: mem(nodeMem), Swap: swap()}
+		CPU: cpu(n.cpu.at(nowNs), n.cpu.rate), Memory: mem(nodeMem), Swap: swap(nodeSwap)}
 	return summary, nil
 }

@@ -13,6 +13,7 @@ import (
 func checkNode(t *testing.T, s *Sim, truth Truth, node string, a, b map[string]*dmf) {
 	t.Helper()
 	mem := series(b["container_memory_working_set_bytes"], "namespace", "pod", "container")
+	swap := series(b["container_swap_usage_bytes"], "namespace", "pod", "container")
 	cpuA := series(a["container_cpu_usage_seconds_total"], "namespace", "pod", "container")
 	cpuB := series(b["container_cpu_usage_seconds_total"], "namespace", "pod", "container")
 	want := 0
@@ -32,6 +33,9 @@ func checkNode(t *testing.T, s *Sim, truth Truth, node string, a, b map[string]*
 			if got := value(m); got != float64(u.MemoryBytes) {
 				t.Errorf("%s: memory of %s = %v, truth %d", node, k, got, u.MemoryBytes)
 			}
+			if sw, ok := swap[k]; !ok || value(sw) != float64(u.SwapBytes) {
+				t.Errorf("%s: swap of %s = %v (reported %v), truth %d", node, k, value(sw), ok, u.SwapBytes)
+			}
 			if cpuA[k] == nil || cpuB[k] == nil {
 				t.Errorf("%s: no CPU series for %s", node, k)
 				continue
@@ -48,6 +52,9 @@ func checkNode(t *testing.T, s *Sim, truth Truth, node string, a, b map[string]*
 	nodeMem := b["node_memory_working_set_bytes"].GetMetric()[0]
 	if value(nodeMem) != float64(nu.MemoryBytes) {
 		t.Errorf("%s: node memory %v, truth %d", node, value(nodeMem), nu.MemoryBytes)
+	}
+	if nodeSwap := b["node_swap_usage_bytes"].GetMetric()[0]; value(nodeSwap) != float64(nu.SwapBytes) {
+		t.Errorf("%s: node swap %v, truth %d", node, value(nodeSwap), nu.SwapBytes)
 	}
 	r := rateBetween(t, a["node_cpu_usage_seconds_total"].GetMetric()[0], b["node_cpu_usage_seconds_total"].GetMetric()[0])
 	if !within(r, float64(nu.CPUNanoCores), 0.01) {
@@ -72,6 +79,19 @@ func TestResourceMetricsEqualTruth(t *testing.T) {
 		if len(truth.Nodes) != 2 || len(truth.Pods) != 6 {
 			t.Fatalf("truth has %d nodes and %d pods, want 2 and 6", len(truth.Nodes), len(truth.Pods))
 		}
+		swapping, notSwapping := 0, 0
+		for _, cs := range truth.Pods {
+			for _, u := range cs {
+				if u.SwapBytes > 0 {
+					swapping++
+				} else {
+					notSwapping++
+				}
+			}
+		}
+		if swapping == 0 || notSwapping == 0 {
+			t.Errorf("%d containers swap and %d do not: want some of each", swapping, notSwapping)
+		}
 		for _, node := range s.Nodes() {
 			a, b := scrapeTwice(t, s, c, node, "/metrics/resource")
 			checkNode(t, s, truth, node, a, b)
@@ -91,7 +111,7 @@ func TestSetContainerAndSetPodChangeWhatIsServed(t *testing.T) {
 		t.Fatalf("SetPod: %v", err)
 	}
 	truth := s.Truth()
-	if u := truth.Pods[podKey(p.Namespace, p.Name)]["sidecar"]; u != (Usage{1_500_000_000, 123456789}) {
+	if u := truth.Pods[podKey(p.Namespace, p.Name)]["sidecar"]; u != (Usage{CPUNanoCores: 1_500_000_000, MemoryBytes: 123456789}) {
 		t.Fatalf("truth after SetContainer = %+v", u)
 	}
 	var want Usage
@@ -100,6 +120,7 @@ func TestSetContainerAndSetPodChangeWhatIsServed(t *testing.T) {
 		for _, u := range cs {
 			want.CPUNanoCores += u.CPUNanoCores
 			want.MemoryBytes += u.MemoryBytes
+			want.SwapBytes += u.SwapBytes
 		}
 	}
 	if got := truth.Nodes[p.Node]; got != want {
@@ -118,7 +139,7 @@ func TestSetContainerAndSetPodChangeWhatIsServed(t *testing.T) {
 			t.Error("bad input accepted")
 		}
 	}
-	if s.Truth().Pods[podKey(p.Namespace, p.Name)]["sidecar"] != (Usage{1_500_000_000, 123456789}) {
+	if s.Truth().Pods[podKey(p.Namespace, p.Name)]["sidecar"] != (Usage{CPUNanoCores: 1_500_000_000, MemoryBytes: 123456789}) {
 		t.Error("a rejected call changed the workload")
 	}
 }

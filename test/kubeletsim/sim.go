@@ -117,6 +117,7 @@ type container struct {
 	start           time.Time
 	cpu             counter
 	memory          uint64
+	swap            uint64 // bytes; every simulated container reports swap, most of them 0
 }
 
 // New builds the simulated cluster with its default workload; nothing listens until Start.
@@ -168,8 +169,10 @@ func New(cfg Config) (*Sim, error) {
 			}
 			for c := range cfg.ContainersPerPod {
 				cpu, mem := DefaultUsage(g, c, cfg.ContainersPerPod)
-				p.containers = append(p.containers, newContainer(ContainerName(c), "registry.k8s.io/pause:3.10",
-					containerID(p.uid, c), start.Add(time.Duration(c)*time.Second), now, cpu, mem))
+				ctr := newContainer(ContainerName(c), "registry.k8s.io/pause:3.10",
+					containerID(p.uid, c), start.Add(time.Duration(c)*time.Second), now, cpu, mem)
+				ctr.swap = DefaultSwap(g, c)
+				p.containers = append(p.containers, ctr)
 			}
 			n.addPod(p, now)
 			s.pods[key(p.namespace, p.name)] = p
@@ -205,6 +208,15 @@ func withDefaults(cfg Config) Config {
 func DefaultUsage(g, c, containersPerPod int) (nanoCores, memoryBytes uint64) {
 	k := uint64((g*containersPerPod + c) % 17)
 	return 10_000_000 + k*5_000_000, uint64(g+10)<<20 + uint64(c)*4096
+}
+
+// DefaultSwap is the default swap usage in bytes of container c of global pod g: the app container of every third
+// pod swaps (g+1) x 1.5 MiB (not whole mebibytes, so rounding shows), every other container swaps nothing.
+func DefaultSwap(g, c int) uint64 {
+	if c != 0 || g%3 != 1 {
+		return 0
+	}
+	return uint64(g+1) * (3 << 19)
 }
 
 // ContainerName names container c of a registered pod: "app", "sidecar", then "sidecar-2", "sidecar-3", ...

@@ -48,6 +48,9 @@ func mulDiv(a, b, d uint64) uint64 {
 type Usage struct {
 	CPUNanoCores uint64 `json:"cpuNanoCores"`
 	MemoryBytes  uint64 `json:"memoryBytes"`
+	// SwapBytes is the swap usage; every simulated node and container reports one, as a Linux kubelet with swap
+	// does (0 when nothing is swapped).
+	SwapBytes uint64 `json:"swapBytes"`
 }
 
 // Truth is what a correct metrics pipeline must report: nodes by name (overhead included), pods keyed
@@ -83,6 +86,24 @@ func (s *Sim) SetContainer(namespace, pod, container string, cpuCores float64, m
 			n.cpu.set(now, n.cpu.rate-c.cpu.rate+rate)
 			c.cpu.set(now, rate)
 			c.memory = memoryBytes
+			return nil
+		}
+	}
+	return fmt.Errorf("kubeletsim: pod %s/%s has no container %q", namespace, pod, container)
+}
+
+// SetSwap changes one container's swap usage (bytes) from now on.
+func (s *Sim) SetSwap(namespace, pod, container string, swapBytes uint64) error {
+	p, err := s.lookup(namespace, pod)
+	if err != nil {
+		return err
+	}
+	n := p.node
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, c := range p.containers {
+		if c.name == container {
+			c.swap = swapBytes
 			return nil
 		}
 	}
@@ -160,8 +181,9 @@ func (s *Sim) Truth() Truth {
 		for _, p := range n.pods {
 			cs := make(map[string]Usage, len(p.containers))
 			for _, c := range p.containers {
-				cs[c.name] = Usage{CPUNanoCores: c.cpu.rate, MemoryBytes: c.memory}
+				cs[c.name] = Usage{CPUNanoCores: c.cpu.rate, MemoryBytes: c.memory, SwapBytes: c.swap}
 				nu.MemoryBytes += c.memory
+				nu.SwapBytes += c.swap
 			}
 			t.Pods[key(p.namespace, p.name)] = cs
 		}

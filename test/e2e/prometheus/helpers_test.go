@@ -120,6 +120,16 @@ func checkUsage(what string, got corev1.ResourceList, wantCPU, wantMem int64) er
 	return errors.Join(errs...)
 }
 
+// checkSwap compares usage.swap exactly: present with the same bytes, or absent in both.
+func checkSwap(what string, got, want corev1.ResourceList) error {
+	g, gok := got["swap"]
+	w, wok := want["swap"]
+	if gok != wok || g.Cmp(w) != 0 {
+		return fmt.Errorf("%s: swap %s (present %v), want %s (present %v)", what, g.String(), gok, w.String(), wok)
+	}
+	return nil
+}
+
 // matchTruth checks that s holds exactly the simulator's nodes, pods and containers with their usage.
 func matchTruth(s snapshot, truth kubeletsim.Truth) error {
 	want := snapshot{nodes: map[string]corev1.ResourceList{}, pods: map[string]map[string]corev1.ResourceList{}}
@@ -139,10 +149,12 @@ func usageList(u kubeletsim.Usage) corev1.ResourceList {
 	return corev1.ResourceList{
 		corev1.ResourceCPU:    *resource.NewScaledQuantity(int64(u.CPUNanoCores), resource.Nano),
 		corev1.ResourceMemory: *resource.NewQuantity(int64(u.MemoryBytes), resource.BinarySI),
+		"swap":                *resource.NewQuantity(int64(u.SwapBytes), resource.BinarySI),
 	}
 }
 
-// match checks that got has exactly want's objects and containers, each within checkUsage's tolerance.
+// match checks that got has exactly want's objects and containers, each within checkUsage's tolerance, and the
+// same swap.
 func match(got, want snapshot) error {
 	var errs []error
 	for name, w := range want.nodes {
@@ -151,7 +163,7 @@ func match(got, want snapshot) error {
 			errs = append(errs, fmt.Errorf("node %s missing", name))
 			continue
 		}
-		errs = append(errs, checkUsage("node "+name, g, nanoCores(w), memBytes(w)))
+		errs = append(errs, checkUsage("node "+name, g, nanoCores(w), memBytes(w)), checkSwap("node "+name, g, w))
 	}
 	for name := range got.nodes {
 		if _, ok := want.nodes[name]; !ok {
@@ -173,7 +185,8 @@ func match(got, want snapshot) error {
 				errs = append(errs, fmt.Errorf("pod %s: container %s missing", key, c))
 				continue
 			}
-			errs = append(errs, checkUsage("pod "+key+" "+c, g, nanoCores(w), memBytes(w)))
+			errs = append(errs, checkUsage("pod "+key+" "+c, g, nanoCores(w), memBytes(w)),
+				checkSwap("pod "+key+" "+c, g, w))
 		}
 	}
 	for key := range got.pods {
