@@ -1,6 +1,6 @@
 // Command demo runs metrics-ring the way a user meets it: a local control plane (etcd + kube-apiserver on
-// loopback), simulated kubelets, and metrics-ring behind the v1beta1.metrics.k8s.io APIService. It prints
-// `kubectl top` once everything answers, tells the user which KUBECONFIG to export, serves the simulator's
+// loopback), simulated kubelets, and metrics-ring behind the v1.metrics.k8s.io and v1beta1.metrics.k8s.io
+// APIServices. It prints `kubectl top` (kubectl 1.37, which reads v1) with swap once everything answers, tells the user which KUBECONFIG to export, serves the simulator's
 // truth, and stops every process it started on Ctrl-C. `make demo` runs it.
 package main
 
@@ -111,7 +111,7 @@ func run(ctx context.Context, o options) error {
 	if err := api.PointAPIService(ctx, b.Service); err != nil {
 		return err
 	}
-	fmt.Fprintln(os.Stderr, "waiting for APIService v1beta1.metrics.k8s.io to become Available...")
+	fmt.Fprintf(os.Stderr, "waiting for APIServices %s to become Available...\n", strings.Join(framework.APIServiceNames, ", "))
 	if err := api.WaitAvailable(ctx, b, 3*time.Minute); err != nil {
 		cp.DumpLogs(os.Stderr, 30)
 		return err
@@ -121,7 +121,8 @@ func run(ctx context.Context, o options) error {
 		cp.DumpLogs(os.Stderr, 30)
 		return err
 	}
-	for _, args := range [][]string{{"top", "nodes"}, {"top", "pods", "-A"}} {
+	// --show-swap: the simulated Nodes report swap capacity and some containers swap, as kubelets with swap do.
+	for _, args := range [][]string{{"top", "nodes", "--show-swap"}, {"top", "pods", "-A", "--show-swap"}} {
 		out, _ := kubectl(ctx, cp, args...)
 		fmt.Printf("\n$ kubectl %s\n%s", strings.Join(args, " "), out)
 	}
@@ -130,14 +131,16 @@ metrics-ring is serving metrics.k8s.io through kube-apiserver's aggregator. Expl
 
   export KUBECONFIG=%s
   alias kubectl=%s
-  kubectl top pods -A
-  kubectl get --raw /apis/metrics.k8s.io/v1beta1/nodes
-  kubectl get apiservice v1beta1.metrics.k8s.io
+  kubectl top pods -A --show-swap
+  kubectl get --raw /apis/metrics.k8s.io/v1/nodes
+  kubectl get --raw /apis/metrics.k8s.io/v1beta1/namespaces/%s/pods
+  kubectl explain podmetrics.containers.usage
+  kubectl get apiservice %s
 
 The simulator's truth (what the answers must be): %s
 Logs: %s/*.log (removed on exit unless the demo runs with -keep)
 Press Ctrl-C to stop everything.
-`, cp.AdminKubeconfig, tools.Kubectl, truthURL, o.dir)
+`, cp.AdminKubeconfig, tools.Kubectl, sim.Pods()[0].Namespace, strings.Join(framework.APIServiceNames, " "), truthURL, o.dir)
 	<-ctx.Done()
 	return nil
 }
