@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 )
 
 // HelmVersion is the helm v3 the chart tests run, built from the Go module proxy.
@@ -18,21 +17,16 @@ const helmPkg = "helm.sh/helm/v3/cmd/helm"
 // rebuilds) and returns its path. It builds in module mode from an empty directory (`go install pkg@version`):
 // helm's own go.mod decides its dependencies, so its k8s.io modules never meet the test module's pinned ones.
 func EnsureHelm(cacheDir string, out io.Writer) (string, error) {
-	unlock, err := lockCache(cacheDir, out)
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	dst := filepath.Join(cacheDir, runtime.GOOS+"_"+runtime.GOARCH, "helm-"+HelmVersion, "helm")
-	if _, err := os.Stat(dst); err == nil {
-		return dst, nil
-	}
+	return cachedBuild(cacheDir, "helm-"+HelmVersion, "helm", out, func(dst string) error { return buildHelm(dst, out) })
+}
+
+func buildHelm(dst string, out io.Writer) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return "", fmt.Errorf("creating %s: %w", filepath.Dir(dst), err)
+		return fmt.Errorf("creating %s: %w", filepath.Dir(dst), err)
 	}
 	tmp, err := os.MkdirTemp(filepath.Dir(dst), ".build-")
 	if err != nil {
-		return "", fmt.Errorf("creating helm build directory: %w", err)
+		return fmt.Errorf("creating helm build directory: %w", err)
 	}
 	defer os.RemoveAll(tmp)
 	args := []string{"install", "-trimpath",
@@ -47,11 +41,11 @@ func EnsureHelm(cacheDir string, out io.Writer) (string, error) {
 	cmd.Env = append(os.Environ(), "GOBIN="+tmp, "GOFLAGS=", "GOWORK=off")
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go install %s@%s: %w", helmPkg, HelmVersion, err)
+		return fmt.Errorf("go install %s@%s: %w", helmPkg, HelmVersion, err)
 	}
 	if err := os.Rename(filepath.Join(tmp, "helm"), dst); err != nil {
-		return "", fmt.Errorf("installing %s: %w", dst, err)
+		return fmt.Errorf("installing %s: %w", dst, err)
 	}
 	fmt.Fprintf(out, "built %s\n", dst)
-	return dst, nil
+	return nil
 }
