@@ -5,10 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 )
 
 // MetricsServerModule is the upstream metrics-server the scale benchmark compares metrics-ring with.
@@ -23,34 +20,28 @@ func BuildMetricsServer(cacheDir, version string, out io.Writer) (string, error)
 	if err != nil {
 		return "", err
 	}
-	unlock, err := lockCache(cacheDir, out)
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	dst := filepath.Join(cacheDir, runtime.GOOS+"_"+runtime.GOARCH, "metrics-server-"+version, "metrics-server")
-	if _, err := os.Stat(dst); err == nil {
-		return dst, nil
-	}
+	return cachedBuild(cacheDir, "metrics-server-"+version, "metrics-server", out, func(dst string) error {
+		return buildMetricsServer(modDir, dst, version, out)
+	})
+}
+
+func buildMetricsServer(modDir, dst, version string, out io.Writer) error {
 	cmd := exec.Command("go", "mod", "download", "-json", MetricsServerModule+"@"+version)
 	cmd.Dir = modDir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	raw, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("go mod download %s@%s: %w: %s", MetricsServerModule, version, err, stderr.String())
+		return fmt.Errorf("go mod download %s@%s: %w: %s", MetricsServerModule, version, err, stderr.String())
 	}
 	var mod struct{ Dir, Error string }
 	if err := json.Unmarshal(raw, &mod); err != nil {
-		return "", fmt.Errorf("reading go mod download output: %w", err)
+		return fmt.Errorf("reading go mod download output: %w", err)
 	}
 	if mod.Error != "" || mod.Dir == "" {
-		return "", fmt.Errorf("go mod download %s@%s: %s", MetricsServerModule, version, mod.Error)
+		return fmt.Errorf("go mod download %s@%s: %s", MetricsServerModule, version, mod.Error)
 	}
 	fmt.Fprintf(out, "building metrics-server %s (first time: a few minutes)...\n", version)
 	// Built in its own module with its own go.sum: the versions it was released with, not ours.
-	if err := goBuild(mod.Dir, dst, "./cmd/metrics-server", nil, out); err != nil {
-		return "", err
-	}
-	return dst, nil
+	return goBuild(mod.Dir, dst, "./cmd/metrics-server", nil, out)
 }

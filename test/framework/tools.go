@@ -201,6 +201,21 @@ func moduleVersions(modDir string) (map[string]string, error) {
 	return versions, nil
 }
 
+// cachedBuild returns cacheDir/<platform>/<dir>/<name>, calling build to make it first when it is missing (the
+// directory carries the version, so a bump rebuilds), under the cache lock.
+func cachedBuild(cacheDir, dir, name string, out io.Writer, build func(dst string) error) (string, error) {
+	unlock, err := lockCache(cacheDir, out)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	dst := filepath.Join(cacheDir, runtime.GOOS+"_"+runtime.GOARCH, dir, name)
+	if _, err := os.Stat(dst); err == nil {
+		return dst, nil
+	}
+	return dst, build(dst)
+}
+
 // lockCache serializes builds into cacheDir across processes (go test runs packages in parallel; a demo may
 // start while tests build), so a tool is built once and never written by two builds at the same time.
 func lockCache(cacheDir string, out io.Writer) (func(), error) {

@@ -1,6 +1,7 @@
 // Command tools builds the programs the end-to-end tests and the demo run: etcd, kube-apiserver,
 // kube-controller-manager and kubectl from the test module's pinned versions (only when missing from the
 // cache), and metrics-ring from the main module (always; go build is incremental). It prints their paths.
+// -print=helm builds only helm (framework.HelmVersion, for the chart tests) and prints its path.
 package main
 
 import (
@@ -14,8 +15,17 @@ import (
 func main() {
 	cache := flag.String("cache-dir", framework.DefaultCacheDir(), "where built tools are kept, by version")
 	controlPlaneOnly := flag.Bool("control-plane-only", false, "skip building metrics-ring")
-	only := flag.String("print", "", "print only this tool's path (etcd, kube-apiserver, kube-controller-manager, kubectl, metrics-ring)")
+	only := flag.String("print", "", "print only this tool's path (etcd, kube-apiserver, kube-controller-manager, kubectl, metrics-ring, helm)")
 	flag.Parse()
+	if *only == "helm" {
+		path, err := framework.EnsureHelm(*cache, os.Stderr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "tools:", err)
+			os.Exit(1)
+		}
+		fmt.Println(path)
+		return
+	}
 	var (
 		tools framework.Tools
 		err   error

@@ -44,6 +44,7 @@ type objects struct {
 	serviceAccounts []corev1.ServiceAccount
 	pdbs            []policyv1.PodDisruptionBudget
 	apiServices     []apiregv1.APIService
+	secrets         []corev1.Secret
 	count           int
 }
 
@@ -73,6 +74,8 @@ func decodeObjects(out string) (*objects, error) {
 			o.pdbs, err = appendDecoded(o.pdbs, raw)
 		case "APIService":
 			o.apiServices, err = appendDecoded(o.apiServices, raw)
+		case "Secret":
+			o.secrets, err = appendDecoded(o.secrets, raw)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("decoding a %s: %w", tm.Kind, err)
