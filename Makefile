@@ -9,7 +9,7 @@ LDFLAGS := -s -w -X github.com/metrics-ring/metrics-ring/pkg/version.Version=$(V
 GO      ?= go
 BIN     := bin
 
-.PHONY: all build test unit verify generate verify-generate bench fuzz image manifests clean help
+.PHONY: all build test unit verify generate verify-generate bench fuzz image image-archive manifests clean help
 all: build
 
 help: ## list the targets
@@ -52,9 +52,26 @@ fuzz: ## run every fuzz target for FUZZTIME each (30s)
 	    echo ">> fuzz $$pkg $$f ($(FUZZTIME))"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	  done; done
 
+# `make image` uses the Dockerfile when `docker info` succeeds (a CLI without a daemon does not count); otherwise it
+# builds the same image from Go (test/cmd/image) as an OCI archive that `docker load` and `podman load` take.
 IMAGE ?= metrics-ring:$(VERSION)
-image: ## build the container image (needs a Docker engine)
-	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE) .
+IMAGE_ARCHIVE ?= $(BIN)/metrics-ring-image.tar
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
+CONTAINER_ENGINE ?= docker
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+image: ## build the container image: with a working Docker engine from the Dockerfile, else as an OCI archive (image-archive)
+	@if $(CONTAINER_ENGINE) info >/dev/null 2>&1; then \
+	  echo ">> $(CONTAINER_ENGINE) build -t $(IMAGE) . (the Dockerfile)"; \
+	  $(CONTAINER_ENGINE) build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE) .; \
+	else \
+	  echo ">> no working container engine ('$(CONTAINER_ENGINE) info' failed): building $(IMAGE_ARCHIVE) from Go instead"; \
+	  $(MAKE) --no-print-directory image-archive; \
+	fi
+
+image-archive: ## build the image without a container engine: an OCI archive bin/metrics-ring-image.tar for IMAGE_PLATFORMS (docker/podman load -i)
+	cd test && $(GO) run ./cmd/image -src $(CURDIR) -o $(abspath $(IMAGE_ARCHIVE)) -image $(IMAGE) \
+	  -version $(VERSION) -revision $(COMMIT) -ldflags '$(LDFLAGS)' -platforms $(IMAGE_PLATFORMS) \
+	  -source-date-epoch $(SOURCE_DATE_EPOCH)
 
 manifests: ## render the checked-in single-file release YAMLs manifests/release/metrics-ring-<overlay>.yaml (a test keeps them in sync)
 	@mkdir -p manifests/release
