@@ -123,7 +123,7 @@ type crdObject struct {
 func splitCRDObjects(rendered string) (docs string, crds []crdObject, err error) {
 	var keep []string
 	for _, d := range strings.Split(rendered, "\n---\n") {
-		if !strings.Contains(d, "\napiVersion: cert-manager.io/") {
+		if !strings.Contains("\n"+d, "\napiVersion: cert-manager.io/") { // kustomize starts a document with apiVersion
 			keep = append(keep, d)
 			continue
 		}
