@@ -41,9 +41,15 @@ func main() {
 	flag.DurationVar(&o.resolution, "metric-resolution", 5*time.Second, "metrics-ring's --metric-resolution")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run folder (logs, certificates) after exit")
 	flag.Parse()
+	giveBack := takeTerminal()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o); err != nil && !errors.Is(err, context.Canceled) {
+	go func() {
+		<-ctx.Done()
+		stop() // a second Ctrl-C while stopping ends the demo at once; the kernel kills its children (Pdeathsig)
+	}()
+	err := run(ctx, o)
+	giveBack()
+	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
