@@ -66,7 +66,7 @@ func TestRBACNamespaceScoped(t *testing.T) {
 			}
 			pods := c.MetricsV1beta1().PodMetricses
 			// RBAC takes effect when kube-apiserver's authorizer has seen the binding.
-			eventually(t, user+" to list the pods of "+nsA, time.Minute, func(ctx context.Context) error {
+			framework.Eventually(t, user+" to list the pods of "+nsA, time.Minute, func(ctx context.Context) error {
 				l, err := pods(nsA).List(ctx, metav1.ListOptions{})
 				if err == nil && len(l.Items) != inA {
 					err = fmt.Errorf("listed %d pods in %s, the simulator has %d", len(l.Items), nsA, inA)
@@ -139,7 +139,7 @@ func TestNonResourceAccess(t *testing.T) {
 					want = http.StatusOK
 				}
 				// Allowed once kube-apiserver's authorizer has seen the binding; denials are final at once.
-				eventually(t, fmt.Sprintf("GET %s as %s to be %d", p, u.name, want), time.Minute, func(ctx context.Context) error {
+				framework.Eventually(t, fmt.Sprintf("GET %s as %s to be %d", p, u.name, want), time.Minute, func(ctx context.Context) error {
 					code, err := getCode(ctx, hc, env.kubelet.URL()+p)
 					if err == nil && code != want {
 						err = fmt.Errorf("status %d", code)

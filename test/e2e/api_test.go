@@ -7,15 +7,17 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/metrics-ring/metrics-ring/test/framework"
 )
 
 func TestKubectlGetMetricsTables(t *testing.T) {
-	eventually(t, "kubectl get nodes.metrics.k8s.io to list every node as a table", settle, func(ctx context.Context) error {
-		out, err := kubectl(ctx, "", "get", "nodes.metrics.k8s.io")
+	framework.Eventually(t, "kubectl get nodes.metrics.k8s.io to list every node as a table", settle, func(ctx context.Context) error {
+		out, err := env.cp.Kubectl(ctx, "", "get", "nodes.metrics.k8s.io")
 		if err != nil {
 			return err
 		}
-		header, rows, err := table(out, 1)
+		header, rows, err := framework.Table(out, 1)
 		if err != nil {
 			return err
 		}
@@ -24,12 +26,12 @@ func TestKubectlGetMetricsTables(t *testing.T) {
 		}
 		return sameKeys(rows, env.sim.Truth().Nodes)
 	})
-	eventually(t, "kubectl get podmetrics -A to list every pod as a table", settle, func(ctx context.Context) error {
-		out, err := kubectl(ctx, "", "get", "podmetrics", "-A")
+	framework.Eventually(t, "kubectl get podmetrics -A to list every pod as a table", settle, func(ctx context.Context) error {
+		out, err := env.cp.Kubectl(ctx, "", "get", "podmetrics", "-A")
 		if err != nil {
 			return err
 		}
-		header, rows, err := table(out, 2)
+		header, rows, err := framework.Table(out, 2)
 		if err != nil {
 			return err
 		}
@@ -63,7 +65,7 @@ func TestKubectlExplainPodMetricsContainers(t *testing.T) {
 		if tc.flag != "" {
 			args = append(args, tc.flag)
 		}
-		out, err := kubectl(context.Background(), "", args...)
+		out, err := env.cp.Kubectl(context.Background(), "", args...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +81,7 @@ func TestKubectlExplainPodMetricsContainers(t *testing.T) {
 }
 
 func TestKubectlAPIResources(t *testing.T) {
-	out, err := kubectl(context.Background(), "", "api-resources", "--api-group=metrics.k8s.io", "--no-headers")
+	out, err := env.cp.Kubectl(context.Background(), "", "api-resources", "--api-group=metrics.k8s.io", "--no-headers")
 	if err != nil {
 		t.Fatal(err)
 	}

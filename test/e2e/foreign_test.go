@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/metrics-ring/metrics-ring/test/framework"
 )
 
 const foreignSamples = "metrics_ring_storage_samples_rejected_total"
@@ -47,7 +49,7 @@ func TestForeignReportsAreDropped(t *testing.T) {
 		}
 	}
 	// Three collections' worth of foreign samples: had they been stored, the victims' rings would hold them.
-	eventually(t, "foreign samples to be counted", settle, func(ctx context.Context) error {
+	framework.Eventually(t, "foreign samples to be counted", settle, func(ctx context.Context) error {
 		after, err := foreign(ctx)
 		if err != nil {
 			return err
@@ -92,7 +94,7 @@ func waitCollection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the next collection", settle, func(ctx context.Context) error {
+	framework.Eventually(t, "the next collection", settle, func(ctx context.Context) error {
 		now, err := rv(ctx)
 		if err != nil {
 			return err

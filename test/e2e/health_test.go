@@ -168,8 +168,8 @@ func TestKillAndRestart(t *testing.T) {
 			_ = env.kubelet.Restart()
 		}
 	})
-	eventually(t, "kubectl top nodes to fail while metrics-ring is down", time.Minute, func(ctx context.Context) error {
-		if out, err := kubectl(ctx, "", "top", "nodes"); err == nil {
+	framework.Eventually(t, "kubectl top nodes to fail while metrics-ring is down", time.Minute, func(ctx context.Context) error {
+		if out, err := env.cp.Kubectl(ctx, "", "top", "nodes"); err == nil {
 			return fmt.Errorf("kubectl top nodes still answers:\n%s", out)
 		}
 		return nil
@@ -184,7 +184,7 @@ func TestKillAndRestart(t *testing.T) {
 	if err := env.api.WaitAvailable(ctx, env.kubelet, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "kubectl top nodes after the restart", settle, func(ctx context.Context) error {
+	framework.Eventually(t, "kubectl top nodes after the restart", settle, func(ctx context.Context) error {
 		return topNodesMatchTruth(ctx, alloc)
 	})
 }
@@ -200,7 +200,7 @@ func TestAPIServerRestart(t *testing.T) {
 	if err := env.api.WaitAvailable(ctx, env.kubelet, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "kubectl top nodes after the kube-apiserver restart", settle, func(ctx context.Context) error {
+	framework.Eventually(t, "kubectl top nodes after the kube-apiserver restart", settle, func(ctx context.Context) error {
 		return topNodesMatchTruth(ctx, alloc)
 	})
 	if _, err := env.metrics.MetricsV1beta1().NodeMetricses().Get(ctx, "no-such-node", metav1.GetOptions{}); !apierrors.IsNotFound(err) {

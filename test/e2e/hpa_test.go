@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/metrics-ring/metrics-ring/test/framework"
 )
 
 const (
@@ -186,9 +188,9 @@ func TestHPAScalesDeploymentOnCPU(t *testing.T) {
 		if err := a.sync(ctx); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, fmt.Sprintf("the HPA to scale web to what %.2f cores imply", load), 4*time.Minute, func(ctx context.Context) error {
+		framework.Eventually(t, fmt.Sprintf("the HPA to scale web to what %.2f cores imply", load), 4*time.Minute, func(ctx context.Context) error {
 			want, sum := impliedReplicas()
-			if !withinPercent(int64(sum), int64(load*1e9), 1) {
+			if !framework.WithinPercent(int64(sum), int64(load*1e9), 1) {
 				return fmt.Errorf("the pods' truth sums to %dn, not yet the %.2f cores set", sum, load)
 			}
 			d, err := c.AppsV1().Deployments(hpaNamespace).Get(ctx, "web", metav1.GetOptions{})
@@ -224,13 +226,13 @@ func hpaAgreesWithTruthAndTop(ctx context.Context, h *autoscalingv2.HorizontalPo
 		return fmt.Errorf("HPA status.currentMetrics has no CPU average: %+v", h.Status.CurrentMetrics)
 	}
 	avg := sum / uint64(replicas)
-	if got := current.AverageValue.ScaledValue(resource.Nano); !withinPercent(got, int64(avg), 2) {
+	if got := current.AverageValue.ScaledValue(resource.Nano); !framework.WithinPercent(got, int64(avg), 2) {
 		return fmt.Errorf("HPA currentMetrics average CPU %dn, truth %dn per pod over %d pods", got, avg, replicas)
 	}
 	if util, want := int64(*current.AverageUtilization), int64(avg*100/hpaRequestNano); util < want-1 || util > want+1 {
 		return fmt.Errorf("HPA currentMetrics utilization %d%%, truth %d%%", util, want)
 	}
-	out, err := kubectl(ctx, "", "top", "pods", "-n", hpaNamespace, "-l", "app=web", "--no-headers")
+	out, err := env.cp.Kubectl(ctx, "", "top", "pods", "-n", hpaNamespace, "-l", "app=web", "--no-headers")
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ func TestNodeDeleted(t *testing.T) {
 	nodes := env.sim.Nodes()
 	name := nodes[len(nodes)-1]
 	series := fmt.Sprintf(`metrics_ring_kubelet_node_up{node=%q}`, name)
-	eventually(t, "node "+name+" served and in /metrics", settle, func(ctx context.Context) error {
+	framework.Eventually(t, "node "+name+" served and in /metrics", settle, func(ctx context.Context) error {
 		if _, err := env.metrics.MetricsV1beta1().NodeMetricses().Get(ctx, name, metav1.GetOptions{}); err != nil {
 			return err
 		}
@@ -43,16 +43,16 @@ func TestNodeDeleted(t *testing.T) {
 			t.Errorf("registering the node again: %v", err)
 		}
 		alloc := nodeAllocatable(t)
-		eventually(t, "every node back in kubectl top", settle, func(ctx context.Context) error {
+		framework.Eventually(t, "every node back in kubectl top", settle, func(ctx context.Context) error {
 			return topNodesMatchTruth(ctx, alloc)
 		})
 	})
-	eventually(t, "the deleted node's metrics and series to go", settle, func(ctx context.Context) error {
+	framework.Eventually(t, "the deleted node's metrics and series to go", settle, func(ctx context.Context) error {
 		_, err := env.metrics.MetricsV1beta1().NodeMetricses().Get(ctx, name, metav1.GetOptions{})
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("get %s: %v, want 404", name, err)
 		}
-		out, err := kubectl(ctx, "", "top", "nodes", "--no-headers")
+		out, err := env.cp.Kubectl(ctx, "", "top", "nodes", "--no-headers")
 		if err != nil {
 			return err
 		}
@@ -82,7 +82,7 @@ func TestPodRecreatedUnderSameName(t *testing.T) {
 	defer cancel()
 	ref := env.sim.Pods()[2]
 	pods := env.cp.Client.CoreV1().Pods(ref.Namespace)
-	eventually(t, ref.Name+" served", settle, func(ctx context.Context) error {
+	framework.Eventually(t, ref.Name+" served", settle, func(ctx context.Context) error {
 		return podMatchesTruth(ctx, ref.Namespace, ref.Name)
 	})
 	old, err := pods.Get(ctx, ref.Name, metav1.GetOptions{})
@@ -97,7 +97,7 @@ func TestPodRecreatedUnderSameName(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: old.Name, Namespace: old.Namespace, Labels: old.Labels},
 		Spec:       corev1.PodSpec{NodeName: old.Spec.NodeName, Containers: old.Spec.Containers},
 	}
-	eventually(t, "the old pod to be gone from the API", settle, func(ctx context.Context) error {
+	framework.Eventually(t, "the old pod to be gone from the API", settle, func(ctx context.Context) error {
 		_, err := pods.Get(ctx, ref.Name, metav1.GetOptions{})
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("get: %v", err)
@@ -113,7 +113,7 @@ func TestPodRecreatedUnderSameName(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := env.sim.Truth().Pods[ref.Namespace+"/"+ref.Name]
-	eventuallyEvery(t, "the recreated pod to be served", 100*time.Millisecond, settle, func(ctx context.Context) error {
+	framework.EventuallyEvery(t, "the recreated pod to be served", 100*time.Millisecond, settle, func(ctx context.Context) error {
 		pm, err := env.metrics.MetricsV1beta1().PodMetricses(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -148,7 +148,7 @@ func TestSIGTERMDrains(t *testing.T) {
 		t.Fatal(err)
 	}
 	const nodes = "/apis/metrics.k8s.io/v1beta1/nodes"
-	eventually(t, "the drained backend to serve nodes", settle, func(ctx context.Context) error {
+	framework.Eventually(t, "the drained backend to serve nodes", settle, func(ctx context.Context) error {
 		if code, body, err := b.Get(ctx, nodes); err != nil || code != http.StatusOK {
 			return fmt.Errorf("GET %s: %d %v %s", nodes, code, err, body)
 		}
@@ -175,7 +175,7 @@ func TestSIGTERMDrains(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The signal is handled asynchronously: poll, well within the delay.
-	eventuallyEvery(t, "/readyz to fail after SIGTERM", 50*time.Millisecond, delay, func(ctx context.Context) error {
+	framework.EventuallyEvery(t, "/readyz to fail after SIGTERM", 50*time.Millisecond, delay, func(ctx context.Context) error {
 		if code, body, err := b.Get(ctx, "/readyz?verbose"); err != nil || code == http.StatusOK || !strings.Contains(body, "[-]shutdown") {
 			return fmt.Errorf("/readyz: %d %v %s", code, err, body)
 		}

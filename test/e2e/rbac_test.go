@@ -14,6 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
+
+	"github.com/metrics-ring/metrics-ring/test/framework"
 )
 
 // TestRBAC: a user without RBAC gets 403 Forbidden from kubectl top and client-go; once bound to a role that
@@ -44,7 +46,7 @@ func testRBAC(t *testing.T, user, role string) {
 	}
 	ns := env.sim.Pods()[0].Namespace
 
-	out, err := kubectl(ctx, kubeconfig, "top", "pods", "-n", ns)
+	out, err := env.cp.Kubectl(ctx, kubeconfig, "top", "pods", "-n", ns)
 	if err == nil || !strings.Contains(out, "Forbidden") || !strings.Contains(out, user) {
 		t.Fatalf("kubectl top pods as %s without RBAC: err %v, output %q; want Forbidden naming the user", user, err, out)
 	}
@@ -68,7 +70,7 @@ func testRBAC(t *testing.T, user, role string) {
 	})
 
 	// metrics-ring caches authorization decisions briefly (as metrics-server does), so allow a bounded wait.
-	eventually(t, user+" to be allowed after binding "+role, time.Minute, func(ctx context.Context) error {
+	framework.Eventually(t, user+" to be allowed after binding "+role, time.Minute, func(ctx context.Context) error {
 		list, err := mc.MetricsV1beta1().PodMetricses(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
@@ -85,7 +87,7 @@ func testRBAC(t *testing.T, user, role string) {
 		if _, err := mc.MetricsV1beta1().NodeMetricses().List(ctx, metav1.ListOptions{}); err != nil {
 			return err
 		}
-		out, err := kubectl(ctx, kubeconfig, "top", "pods", "-n", ns, "--no-headers")
+		out, err := env.cp.Kubectl(ctx, kubeconfig, "top", "pods", "-n", ns, "--no-headers")
 		if err != nil {
 			return err
 		}

@@ -47,7 +47,7 @@ func TestOneSecondResolution(t *testing.T) {
 
 	pod := env.sim.Pods()[1]
 	c := env.metrics.MetricsV1beta1().PodMetricses(pod.Namespace)
-	eventually(t, "the 1s backend to serve "+pod.Name, settle, func(ctx context.Context) error {
+	framework.Eventually(t, "the 1s backend to serve "+pod.Name, settle, func(ctx context.Context) error {
 		pm, err := c.Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -68,7 +68,7 @@ func TestOneSecondResolution(t *testing.T) {
 	}
 	want := env.sim.Truth().Pods[pod.Namespace+"/"+pod.Name]
 	var sampled time.Time
-	eventuallyEvery(t, "the change to be served", 100*time.Millisecond, settle, func(ctx context.Context) error {
+	framework.EventuallyEvery(t, "the change to be served", 100*time.Millisecond, settle, func(ctx context.Context) error {
 		pm, err := c.Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -87,8 +87,8 @@ func TestOneSecondResolution(t *testing.T) {
 	}
 
 	row := wantPodRow(want)
-	eventually(t, "kubectl top pod to print the change", settle, func(ctx context.Context) error {
-		out, err := kubectl(ctx, "", "top", "pod", "-n", pod.Namespace, pod.Name, "--no-headers")
+	framework.Eventually(t, "kubectl top pod to print the change", settle, func(ctx context.Context) error {
+		out, err := env.cp.Kubectl(ctx, "", "top", "pod", "-n", pod.Namespace, pod.Name, "--no-headers")
 		if err != nil {
 			return err
 		}

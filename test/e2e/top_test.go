@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/metrics-ring/metrics-ring/test/framework"
 	"github.com/metrics-ring/metrics-ring/test/kubeletsim"
 )
 
@@ -32,22 +33,22 @@ func nodeAllocatable(t *testing.T) map[string]corev1.ResourceList {
 }
 
 func wantPodRow(usage map[string]kubeletsim.Usage) []string {
-	cpu, mem := cpuQuantity(0), memQuantity(0)
+	cpu, mem := framework.CPUQuantity(0), framework.MemQuantity(0)
 	for _, u := range usage {
-		cpu.Add(cpuQuantity(u.CPUNanoCores))
-		mem.Add(memQuantity(u.MemoryBytes))
+		cpu.Add(framework.CPUQuantity(u.CPUNanoCores))
+		mem.Add(framework.MemQuantity(u.MemoryBytes))
 	}
-	return []string{kubectlCPU(cpu), kubectlMem(mem)}
+	return []string{framework.KubectlCPU(cpu), framework.KubectlMem(mem)}
 }
 
 // wantPodSwapRow is wantPodRow with the SWAP(bytes) column of --show-swap: the pod's swap summed over its
 // containers, printed in whole mebibytes like memory.
 func wantPodSwapRow(usage map[string]kubeletsim.Usage) []string {
-	swap := memQuantity(0)
+	swap := framework.MemQuantity(0)
 	for _, u := range usage {
-		swap.Add(memQuantity(u.SwapBytes))
+		swap.Add(framework.MemQuantity(u.SwapBytes))
 	}
-	return append(wantPodRow(usage), kubectlMem(swap))
+	return append(wantPodRow(usage), framework.KubectlMem(swap))
 }
 
 // topFlags are the two ways every kubectl top test runs: as it was, and with the swap columns.
@@ -67,7 +68,7 @@ func TestKubectlTopNodes(t *testing.T) {
 	alloc := nodeAllocatable(t)
 	for _, f := range topFlags {
 		t.Run(f.name, func(t *testing.T) {
-			eventually(t, "kubectl top nodes "+f.name+" to print the truth", settle, func(ctx context.Context) error {
+			framework.Eventually(t, "kubectl top nodes "+f.name+" to print the truth", settle, func(ctx context.Context) error {
 				return topNodesMatchTruth(ctx, alloc, f.args...)
 			})
 		})
@@ -80,7 +81,7 @@ func TestKubectlTopNodes(t *testing.T) {
 // topReadsV1 runs kubectl with -v=6, which logs every request's URL, and checks that it read
 // /apis/metrics.k8s.io/v1/<resource> (kubectl 1.37 prefers v1 when it is served) and nothing of v1beta1.
 func topReadsV1(ctx context.Context, resource string, args ...string) error {
-	out, err := kubectl(ctx, "", append(args, "-v=6")...)
+	out, err := env.cp.Kubectl(ctx, "", append(args, "-v=6")...)
 	if err != nil {
 		return err
 	}
@@ -101,11 +102,11 @@ func topReadsV1(ctx context.Context, resource string, args ...string) error {
 // --show-swap, the swap percentage is of the Node's status.nodeInfo.swap.capacity, which kubectl reads itself.
 func topNodesMatchTruth(ctx context.Context, alloc map[string]corev1.ResourceList, flags ...string) error {
 	truth := env.sim.Truth()
-	out, err := kubectl(ctx, "", append([]string{"top", "nodes"}, flags...)...)
+	out, err := env.cp.Kubectl(ctx, "", append([]string{"top", "nodes"}, flags...)...)
 	if err != nil {
 		return err
 	}
-	header, rows, err := table(out, 1)
+	header, rows, err := framework.Table(out, 1)
 	if err != nil {
 		return err
 	}
@@ -119,17 +120,17 @@ func topNodesMatchTruth(ctx context.Context, alloc map[string]corev1.ResourceLis
 	}
 	want := map[string][]string{}
 	for name, u := range truth.Nodes {
-		cpu, mem := cpuQuantity(u.CPUNanoCores), memQuantity(u.MemoryBytes)
+		cpu, mem := framework.CPUQuantity(u.CPUNanoCores), framework.MemQuantity(u.MemoryBytes)
 		want[name] = []string{
-			kubectlCPU(cpu), kubectlPercent(cpu, alloc[name][corev1.ResourceCPU]),
-			kubectlMem(mem), kubectlPercent(mem, alloc[name][corev1.ResourceMemory]),
+			framework.KubectlCPU(cpu), framework.KubectlPercent(cpu, alloc[name][corev1.ResourceCPU]),
+			framework.KubectlMem(mem), framework.KubectlPercent(mem, alloc[name][corev1.ResourceMemory]),
 		}
 		if showSwap {
-			swap := memQuantity(u.SwapBytes)
-			want[name] = append(want[name], kubectlMem(swap), kubectlPercent(swap, memQuantity(kubeletsim.NodeSwapBytes)))
+			swap := framework.MemQuantity(u.SwapBytes)
+			want[name] = append(want[name], framework.KubectlMem(swap), framework.KubectlPercent(swap, framework.MemQuantity(kubeletsim.NodeSwapBytes)))
 		}
 	}
-	if d := diffRows(want, rows); d != "" {
+	if d := framework.DiffRows(want, rows); d != "" {
 		return errors.New(d)
 	}
 	return nil
@@ -138,13 +139,13 @@ func topNodesMatchTruth(ctx context.Context, alloc map[string]corev1.ResourceLis
 func TestKubectlTopPodsAllNamespaces(t *testing.T) {
 	for _, f := range topFlags {
 		t.Run(f.name, func(t *testing.T) {
-			eventually(t, "kubectl top pods -A "+f.name+" to print the truth", settle, func(ctx context.Context) error {
+			framework.Eventually(t, "kubectl top pods -A "+f.name+" to print the truth", settle, func(ctx context.Context) error {
 				truth := env.sim.Truth()
-				out, err := kubectl(ctx, "", append([]string{"top", "pods", "-A"}, f.args...)...)
+				out, err := env.cp.Kubectl(ctx, "", append([]string{"top", "pods", "-A"}, f.args...)...)
 				if err != nil {
 					return err
 				}
-				header, rows, err := table(out, 2)
+				header, rows, err := framework.Table(out, 2)
 				if err != nil {
 					return err
 				}
@@ -159,7 +160,7 @@ func TestKubectlTopPodsAllNamespaces(t *testing.T) {
 				for key, containers := range truth.Pods {
 					want[key] = row(containers)
 				}
-				if d := diffRows(want, rows); d != "" {
+				if d := framework.DiffRows(want, rows); d != "" {
 					return errors.New(d)
 				}
 				return nil
@@ -181,13 +182,13 @@ func TestKubectlTopPodsNamespaceAndSelector(t *testing.T) {
 	if len(pods.Items) == 0 {
 		t.Fatalf("the simulator registered no pod with %s in %s", selector, ns)
 	}
-	eventually(t, "kubectl top pods -n "+ns+" -l "+selector+" to print the truth", settle, func(ctx context.Context) error {
+	framework.Eventually(t, "kubectl top pods -n "+ns+" -l "+selector+" to print the truth", settle, func(ctx context.Context) error {
 		truth := env.sim.Truth()
-		out, err := kubectl(ctx, "", "top", "pods", "-n", ns, "-l", selector)
+		out, err := env.cp.Kubectl(ctx, "", "top", "pods", "-n", ns, "-l", selector)
 		if err != nil {
 			return err
 		}
-		header, rows, err := table(out, 1)
+		header, rows, err := framework.Table(out, 1)
 		if err != nil {
 			return err
 		}
@@ -198,7 +199,7 @@ func TestKubectlTopPodsNamespaceAndSelector(t *testing.T) {
 		for _, p := range pods.Items {
 			want[p.Name] = wantPodRow(truth.Pods[ns+"/"+p.Name])
 		}
-		if d := diffRows(want, rows); d != "" {
+		if d := framework.DiffRows(want, rows); d != "" {
 			return errors.New(d)
 		}
 		return nil
@@ -218,7 +219,7 @@ func TestWorkloadChangeShowsUp(t *testing.T) {
 		}
 	})
 	// Make sure the old values are served first, so the change is what the poll below observes.
-	eventually(t, "the pod's current metrics", settle, func(ctx context.Context) error {
+	framework.Eventually(t, "the pod's current metrics", settle, func(ctx context.Context) error {
 		return podMatchesTruth(ctx, p.Namespace, p.Name)
 	})
 	if err := env.sim.SetPod(p.Namespace, p.Name, 0.75, 300<<20); err != nil {
@@ -226,11 +227,11 @@ func TestWorkloadChangeShowsUp(t *testing.T) {
 	}
 	// Bounded by two resolutions (one scrape to see the new rate begin, one more to measure it over a whole
 	// window), plus two seconds for scrapes and requests on a busy two-core machine.
-	eventuallyEvery(t, "the changed usage of "+p.Namespace+"/"+p.Name, 200*time.Millisecond, 2*resolution+2*time.Second, func(ctx context.Context) error {
+	framework.EventuallyEvery(t, "the changed usage of "+p.Namespace+"/"+p.Name, 200*time.Millisecond, 2*resolution+2*time.Second, func(ctx context.Context) error {
 		return podMatchesTruth(ctx, p.Namespace, p.Name)
 	})
 	want := wantPodRow(env.sim.Truth().Pods[p.Namespace+"/"+p.Name])
-	out, err := kubectl(context.Background(), "", "top", "pod", p.Name, "-n", p.Namespace, "--no-headers")
+	out, err := env.cp.Kubectl(context.Background(), "", "top", "pod", p.Name, "-n", p.Namespace, "--no-headers")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
@@ -17,16 +16,11 @@ import (
 	"github.com/metrics-ring/metrics-ring/test/kubeletsim"
 )
 
-// checkUsage compares served usage with the truth: CPU within 1 % (it is a rate measured over a window of
-// real time), memory and swap exact (gauges). Every simulated kubelet reports swap, so usage.swap must be there,
-// 0 included.
+// checkUsage is framework.CheckUsage (CPU within 1 %, memory exact) and swap exact too: every simulated kubelet
+// reports swap, so usage.swap must be there, 0 included.
 func checkUsage(what string, got corev1.ResourceList, want kubeletsim.Usage) error {
-	cpu, mem := got[corev1.ResourceCPU], got[corev1.ResourceMemory]
-	if !withinPercent(cpu.ScaledValue(resource.Nano), int64(want.CPUNanoCores), 1) {
-		return fmt.Errorf("%s: CPU %dn, want %dn ±1%%", what, cpu.ScaledValue(resource.Nano), want.CPUNanoCores)
-	}
-	if mem.Value() != int64(want.MemoryBytes) {
-		return fmt.Errorf("%s: memory %d, want %d", what, mem.Value(), want.MemoryBytes)
+	if err := framework.CheckUsage(what, got, want); err != nil {
+		return err
 	}
 	if swap, ok := got["swap"]; !ok || swap.Value() != int64(want.SwapBytes) {
 		return fmt.Errorf("%s: swap %s (present %v), want %d", what, swap.String(), ok, want.SwapBytes)
@@ -75,31 +69,15 @@ func TestMetricsAPIValuesEqualTruth(t *testing.T) {
 }
 
 func valuesEqualTruth(t *testing.T, version string) {
-	eventually(t, "node metrics to equal the truth", settle, func(ctx context.Context) error {
+	framework.Eventually(t, "node metrics to equal the truth", settle, func(ctx context.Context) error {
 		truth := env.sim.Truth()
 		nodes, _, err := framework.ListMetrics(ctx, env.metrics, version)
 		if err != nil {
 			return err
 		}
-		var errs []error
-		seen := map[string]bool{}
-		for _, nm := range nodes {
-			seen[nm.Name] = true
-			want, ok := truth.Nodes[nm.Name]
-			if !ok {
-				errs = append(errs, fmt.Errorf("unexpected node %s", nm.Name))
-				continue
-			}
-			errs = append(errs, checkUsage("node "+nm.Name, nm.Usage, want))
-		}
-		for name := range truth.Nodes {
-			if !seen[name] {
-				errs = append(errs, fmt.Errorf("node %s missing", name))
-			}
-		}
-		return errors.Join(errs...)
+		return framework.CheckNodes(nodes, truth.Nodes, checkUsage)
 	})
-	eventually(t, "pod metrics to equal the truth", settle, func(ctx context.Context) error {
+	framework.Eventually(t, "pod metrics to equal the truth", settle, func(ctx context.Context) error {
 		truth := env.sim.Truth()
 		_, pods, err := framework.ListMetrics(ctx, env.metrics, version)
 		if err != nil {
@@ -131,14 +109,14 @@ func valuesEqualTruth(t *testing.T, version string) {
 	})
 	// Single-object reads answer the same values.
 	p := env.sim.Pods()[0]
-	eventually(t, "GET of one pod's metrics", settle, func(ctx context.Context) error {
+	framework.Eventually(t, "GET of one pod's metrics", settle, func(ctx context.Context) error {
 		pm, err := framework.GetPodMetrics(ctx, env.metrics, version, p.Namespace, p.Name)
 		if err != nil {
 			return err
 		}
 		return checkPod(pm, env.sim.Truth().Pods[p.Namespace+"/"+p.Name])
 	})
-	eventually(t, "GET of one node's metrics", settle, func(ctx context.Context) error {
+	framework.Eventually(t, "GET of one node's metrics", settle, func(ctx context.Context) error {
 		var usage corev1.ResourceList
 		if version == "v1" {
 			nm, err := env.metrics.MetricsV1().NodeMetricses().Get(ctx, p.Node, metav1.GetOptions{})

@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
+
+	"github.com/metrics-ring/metrics-ring/test/framework"
 )
 
 // nextEvent returns the watch's next event, or fails the test after timeout (a bound, not a measurement).
@@ -38,7 +40,7 @@ func TestWatchThroughAggregator(t *testing.T) {
 	defer cancel()
 	c := env.metrics.MetricsV1beta1()
 	// Served values settle first, so the watch starts from complete data.
-	eventually(t, "every node served", settle, func(ctx context.Context) error {
+	framework.Eventually(t, "every node served", settle, func(ctx context.Context) error {
 		l, err := c.NodeMetricses().List(ctx, metav1.ListOptions{})
 		if err == nil && len(l.Items) != len(env.sim.Nodes()) {
 			err = fmt.Errorf("%d of %d nodes", len(l.Items), len(env.sim.Nodes()))

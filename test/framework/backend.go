@@ -141,3 +141,12 @@ func (m *MetricsAPI) WaitAvailable(ctx context.Context, b *Backend, timeout time
 		return true, nil
 	})
 }
+
+// ServeFrom points the APIServices at b's Service and waits up to timeout until they are Available: how every
+// e2e package puts its first backend behind the aggregator before its tests run.
+func (m *MetricsAPI) ServeFrom(ctx context.Context, b *Backend, timeout time.Duration) error {
+	if err := m.PointAPIService(ctx, b.Service); err != nil {
+		return err
+	}
+	return m.WaitAvailable(ctx, b, timeout)
+}

@@ -1,7 +1,9 @@
 // Package framework runs a local Kubernetes control plane for metrics-ring's end-to-end tests and demo:
 // etcd, kube-apiserver (with its aggregator) and, when asked, kube-controller-manager, all on 127.0.0.1 with
 // throwaway PKI, plus metrics-ring backends behind the v1 and v1beta1.metrics.k8s.io APIServices. It owns building the
-// pinned tools, process lifetimes (process groups, logs per run) and bounded readiness waits.
+// pinned tools, process lifetimes (process groups, logs per run) and bounded readiness waits, and what every
+// end-to-end package shares: its TestMain and cluster (RunSuite), Eventually, Kubectl and the expectations
+// (kubectl's printing, the simulator's truth), so that each exists once.
 package framework
 
 import (

@@ -60,5 +60,5 @@ func renderWithComponent(ctx context.Context, dir, overlay, component string) (s
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
 		return "", fmt.Errorf("writing the kustomization: %w", err)
 	}
-	return kubectl(ctx, "", "kustomize", dir)
+	return env.cp.KubectlOutput(ctx, "", "kustomize", dir)
 }

@@ -40,13 +40,13 @@ func TestApplyDryRunServer(t *testing.T) {
 				t.Fatalf("manifests/overlays/%s has no expectations: add it to wants in objects_test.go", o)
 			}
 			dir := filepath.Join(env.repo, "manifests", "overlays", o)
-			rendered, err := kubectl(ctx, "", "kustomize", dir)
+			rendered, err := env.cp.KubectlOutput(ctx, "", "kustomize", dir)
 			if err != nil {
 				t.Fatal(err)
 			}
 			count := strings.Count("\n"+rendered, "\napiVersion: ")
 			t.Run("kustomize", func(t *testing.T) {
-				out, err := kubectl(ctx, "", "apply", "-k", dir, "--dry-run=server", "-o", "json")
+				out, err := env.cp.KubectlOutput(ctx, "", "apply", "-k", dir, "--dry-run=server", "-o", "json")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -69,7 +69,7 @@ func TestApplyDryRunServer(t *testing.T) {
 				dryRunPod(t, objs.deployments[0], func(c *corev1.Container) { c.SecurityContext.AllowPrivilegeEscalation = &escalate })
 			})
 			t.Run("release", func(t *testing.T) {
-				out, err := kubectl(ctx, "", "apply", "-f", filepath.Join(env.repo, releaseFile(o)), "--dry-run=server")
+				out, err := env.cp.KubectlOutput(ctx, "", "apply", "-f", filepath.Join(env.repo, releaseFile(o)), "--dry-run=server")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -80,7 +80,7 @@ func TestApplyDryRunServer(t *testing.T) {
 		})
 	}
 	// A dry run stores nothing: the cluster still has no metrics-ring Deployment.
-	out, err := kubectl(ctx, "", "get", "deployments", "-n", namespace, "-o", "name")
+	out, err := env.cp.KubectlOutput(ctx, "", "get", "deployments", "-n", namespace, "-o", "name")
 	if err != nil {
 		t.Fatal(err)
 	}

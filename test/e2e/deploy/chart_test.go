@@ -106,7 +106,7 @@ func dryRunWithoutCRDs(t *testing.T, rendered string) (*objects, []crdObject) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := kubectlIn(context.Background(), docs, "", "apply", "-f", "-", "--dry-run=server", "-o", "json")
+	out, _, err := env.cp.KubectlStreams(context.Background(), docs, "", "apply", "-f", "-", "--dry-run=server", "-o", "json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,11 +94,11 @@ func TestHelmTLSVerifiedByAggregator(t *testing.T) {
 			docs = append(docs, a)
 		}
 	}
-	if _, err := kubectlIn(ctx, strings.Join(docs, "\n---\n"), "", "apply", "-f", "-"); err != nil {
+	if _, _, err := env.cp.KubectlStreams(ctx, strings.Join(docs, "\n---\n"), "", "apply", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range framework.APIServiceNames {
-		out, err := kubectl(ctx, "", "get", "apiservice", name, "-o", "jsonpath={.spec.insecureSkipTLSVerify}/{.spec.caBundle}")
+		out, err := env.cp.KubectlOutput(ctx, "", "get", "apiservice", name, "-o", "jsonpath={.spec.insecureSkipTLSVerify}/{.spec.caBundle}")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,7 +109,7 @@ func TestHelmTLSVerifiedByAggregator(t *testing.T) {
 	if err := env.api.WaitAvailable(ctx, b, 2*time.Minute); err != nil {
 		t.Fatalf("the aggregator did not accept the chart's certificate with the chart's caBundle: %v\n%s", err, b.Proc.Tail(20))
 	}
-	eventually(t, "kubectl top nodes through the chart's verified APIServices", settle, topNodesMatchTruth)
+	framework.Eventually(t, "kubectl top nodes through the chart's verified APIServices", settle, topNodesMatchTruth)
 }
 
 // secretAndAPIServices decodes the Secret and the APIServices from a helm template stream.
@@ -141,7 +141,7 @@ func secretAndAPIServices(rendered string) (*corev1.Secret, []apiregv1.APIServic
 func restoreAPIServices(ctx context.Context) error {
 	patch := fmt.Sprintf(`{"spec":{"caBundle":%q,"service":{"name":%q}}}`, base64.StdEncoding.EncodeToString(env.api.ServingCA.CertPEM), serviceA)
 	for _, name := range framework.APIServiceNames {
-		if _, err := kubectl(ctx, "", "patch", "apiservice", name, "--type=merge", "-p", patch); err != nil {
+		if _, err := env.cp.KubectlOutput(ctx, "", "patch", "apiservice", name, "--type=merge", "-p", patch); err != nil {
 			return err
 		}
 	}

@@ -4,51 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
-	"github.com/metrics-ring/metrics-ring/test/kubeletsim"
+	"github.com/metrics-ring/metrics-ring/test/framework"
 )
-
-// checkUsage compares served usage with the truth: CPU within 1 % (a rate measured over real time), memory
-// exact (a gauge).
-func checkUsage(what string, got corev1.ResourceList, want kubeletsim.Usage) error {
-	cpu, mem := got[corev1.ResourceCPU], got[corev1.ResourceMemory]
-	if n := cpu.ScaledValue(resource.Nano); math.Abs(float64(n)-float64(want.CPUNanoCores)) > float64(want.CPUNanoCores)/100 {
-		return fmt.Errorf("%s: CPU %dn, want %dn ±1%%", what, n, want.CPUNanoCores)
-	}
-	if mem.Value() != int64(want.MemoryBytes) {
-		return fmt.Errorf("%s: memory %d, want %d", what, mem.Value(), want.MemoryBytes)
-	}
-	return nil
-}
 
 // completeAndTrue checks that nodes and pods hold every simulated node, pod and container, nothing else, each
 // with the truth's usage.
 func completeAndTrue(nodes *metricsv1beta1.NodeMetricsList, pods *metricsv1beta1.PodMetricsList) error {
 	truth := env.sim.Truth()
-	var errs []error
+	errs := []error{framework.CheckNodes(nodes.Items, truth.Nodes, framework.CheckUsage)}
 	seen := map[string]bool{}
-	for _, nm := range nodes.Items {
-		seen[nm.Name] = true
-		want, ok := truth.Nodes[nm.Name]
-		if !ok {
-			errs = append(errs, fmt.Errorf("unexpected node %s", nm.Name))
-			continue
-		}
-		errs = append(errs, checkUsage("node "+nm.Name, nm.Usage, want))
-	}
-	for name := range truth.Nodes {
-		if !seen[name] {
-			errs = append(errs, fmt.Errorf("node %s missing", name))
-		}
-	}
 	for _, pm := range pods.Items {
 		key := pm.Namespace + "/" + pm.Name
 		seen[key] = true
@@ -66,7 +37,7 @@ func completeAndTrue(nodes *metricsv1beta1.NodeMetricsList, pods *metricsv1beta1
 				errs = append(errs, fmt.Errorf("pod %s: unexpected container %s", key, c.Name))
 				continue
 			}
-			errs = append(errs, checkUsage("pod "+key+" container "+c.Name, c.Usage, u))
+			errs = append(errs, framework.CheckUsage("pod "+key+" container "+c.Name, c.Usage, u))
 		}
 	}
 	for key := range truth.Pods {
@@ -99,10 +70,10 @@ func topNodesMatchTruth(ctx context.Context) error {
 	}
 	wantNodes := map[string]string{}
 	for name, u := range env.sim.Truth().Nodes {
-		cpu, mem := cpuQuantity(u.CPUNanoCores), memQuantity(u.MemoryBytes)
+		cpu, mem := framework.CPUQuantity(u.CPUNanoCores), framework.MemQuantity(u.MemoryBytes)
 		wantNodes[name] = strings.Join([]string{name,
-			kubectlCPU(cpu), kubectlPercent(cpu, alloc[name][corev1.ResourceCPU]),
-			kubectlMem(mem), kubectlPercent(mem, alloc[name][corev1.ResourceMemory])}, " ")
+			framework.KubectlCPU(cpu), framework.KubectlPercent(cpu, alloc[name][corev1.ResourceCPU]),
+			framework.KubectlMem(mem), framework.KubectlPercent(mem, alloc[name][corev1.ResourceMemory])}, " ")
 	}
 	return topMatches(ctx, "", wantNodes, 1, "top", "nodes", "--no-headers")
 }
@@ -111,20 +82,20 @@ func topNodesMatchTruth(ctx context.Context) error {
 func topPodsMatchTruth(ctx context.Context, kubeconfig string) error {
 	wantPods := map[string]string{}
 	for key, containers := range env.sim.Truth().Pods {
-		cpu, mem := cpuQuantity(0), memQuantity(0)
+		cpu, mem := framework.CPUQuantity(0), framework.MemQuantity(0)
 		for _, u := range containers {
-			cpu.Add(cpuQuantity(u.CPUNanoCores))
-			mem.Add(memQuantity(u.MemoryBytes))
+			cpu.Add(framework.CPUQuantity(u.CPUNanoCores))
+			mem.Add(framework.MemQuantity(u.MemoryBytes))
 		}
 		ns, name, _ := strings.Cut(key, "/")
-		wantPods[key] = strings.Join([]string{ns, name, kubectlCPU(cpu), kubectlMem(mem)}, " ")
+		wantPods[key] = strings.Join([]string{ns, name, framework.KubectlCPU(cpu), framework.KubectlMem(mem)}, " ")
 	}
 	return topMatches(ctx, kubeconfig, wantPods, 2, "top", "pods", "-A", "--no-headers")
 }
 
 // topMatches runs kubectl and compares its rows, keyed by their first keyCols fields, with want.
 func topMatches(ctx context.Context, kubeconfig string, want map[string]string, keyCols int, args ...string) error {
-	out, err := kubectl(ctx, kubeconfig, args...)
+	out, err := env.cp.KubectlOutput(ctx, kubeconfig, args...)
 	if err != nil {
 		return err
 	}
@@ -152,26 +123,4 @@ func topMatches(ctx context.Context, kubeconfig string, want map[string]string, 
 		return fmt.Errorf("kubectl %s: %s", strings.Join(args, " "), strings.Join(diffs, "; "))
 	}
 	return nil
-}
-
-// These mirror k8s.io/kubectl/pkg/metricsutil's printing.
-
-func cpuQuantity(nanoCores uint64) resource.Quantity {
-	return *resource.NewScaledQuantity(int64(nanoCores), resource.Nano)
-}
-
-func memQuantity(bytes uint64) resource.Quantity {
-	return *resource.NewQuantity(int64(bytes), resource.BinarySI)
-}
-
-func kubectlCPU(q resource.Quantity) string { return fmt.Sprintf("%vm", q.MilliValue()) }
-
-func kubectlMem(q resource.Quantity) string { return fmt.Sprintf("%vMi", q.Value()/(1024*1024)) }
-
-func kubectlPercent(used, available resource.Quantity) string {
-	fraction := 0.0
-	if !available.IsZero() {
-		fraction = float64(used.MilliValue()) / float64(available.MilliValue()) * 100
-	}
-	return fmt.Sprintf("%d%%", int64(fraction))
 }

@@ -58,27 +58,27 @@ func TestHighAvailability(t *testing.T) {
 	t.Cleanup(func() { restoreReplicaA(t, a, b) })
 
 	for _, r := range []*framework.Backend{a, b} {
-		eventually(t, r.Service+" to answer every node and pod with the truth on its own", settle, func(ctx context.Context) error {
+		framework.Eventually(t, r.Service+" to answer every node and pod with the truth on its own", settle, func(ctx context.Context) error {
 			return replicaComplete(ctx, r)
 		})
 	}
-	eventually(t, "kubectl top served by "+serviceA+" to print the truth", settle, kubectlTopMatchesTruth)
+	framework.Eventually(t, "kubectl top served by "+serviceA+" to print the truth", settle, kubectlTopMatchesTruth)
 
 	a.Proc.Kill()
 	// With A gone the aggregator has nowhere to send requests, so the answers that follow are B's.
-	eventually(t, "kubectl top to fail while the APIService points at the killed "+serviceA, settle, func(ctx context.Context) error {
-		if out, err := kubectl(ctx, "", "top", "nodes"); err == nil {
+	framework.Eventually(t, "kubectl top to fail while the APIService points at the killed "+serviceA, settle, func(ctx context.Context) error {
+		if out, err := env.cp.KubectlOutput(ctx, "", "top", "nodes"); err == nil {
 			return fmt.Errorf("kubectl top nodes still answers with %s killed:\n%s", serviceA, out)
 		}
 		return nil
 	})
 	patch := fmt.Sprintf(`{"spec":{"service":{"name":%q}}}`, serviceB)
 	for _, name := range framework.APIServiceNames { // the README's swap: every version's APIService
-		if _, err := kubectl(ctx, "", "patch", "apiservice", name, "--type=merge", "-p", patch); err != nil {
+		if _, err := env.cp.KubectlOutput(ctx, "", "patch", "apiservice", name, "--type=merge", "-p", patch); err != nil {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "kubectl top served by "+serviceB+" to print the truth", settle, kubectlTopMatchesTruth)
+	framework.Eventually(t, "kubectl top served by "+serviceB+" to print the truth", settle, kubectlTopMatchesTruth)
 
 	// B's answers are its own scrapes, not what it held when A died: a workload change shows up.
 	keys := slices.Sorted(maps.Keys(env.sim.Truth().Pods))
@@ -86,7 +86,7 @@ func TestHighAvailability(t *testing.T) {
 	if err := env.sim.SetPod(ns, pod, 0.25, 300<<20); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "kubectl top served by "+serviceB+" to follow a change of pod "+keys[0], settle, kubectlTopMatchesTruth)
+	framework.Eventually(t, "kubectl top served by "+serviceB+" to follow a change of pod "+keys[0], settle, kubectlTopMatchesTruth)
 	if exited, _ := b.Proc.Exited(); exited {
 		t.Fatalf("%s exited; log: %s", serviceB, b.Proc.LogFile)
 	}

@@ -1,12 +1,9 @@
 package deploy
 
 import (
-	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -59,53 +56,23 @@ var env struct {
 }
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	os.Exit(framework.RunMain(m, "e2e/deploy", setupAndRun))
+	os.Exit(framework.RunSuite(m, framework.SuiteConfig{
+		Name:    "e2e/deploy",
+		Timeout: 10 * time.Minute,
+		Sim:     kubeletsim.Config{Nodes: 3, PodsPerNode: 3, ContainersPerPod: 2, Namespaces: 2, Host: "127.0.0.1"},
+		Setup:   setup,
+	}))
 }
 
-func setupAndRun(m *testing.M, dir string) (code int, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+// setup starts no metrics-ring: replicaA does, on first use.
+func setup(_ context.Context, s *framework.Suite) error {
+	env.cp, env.sim, env.simCA, env.metrics = s.CP, s.Sim, s.SimCA, s.Metrics
 	mod, err := framework.ModuleDir()
 	if err != nil {
-		return 1, err
+		return err
 	}
 	env.repo = filepath.Dir(mod)
-	tools, err := framework.EnsureTools(framework.DefaultCacheDir(), os.Stderr)
-	if err != nil {
-		return 1, err
-	}
-	cp, err := framework.Start(ctx, framework.Options{Tools: tools, Dir: dir, Out: os.Stderr})
-	if err != nil {
-		return 1, err
-	}
-	env.cp = cp
-	defer cp.Stop()
-	defer func() {
-		if code != 0 || err != nil {
-			cp.DumpLogs(os.Stderr, 60)
-		}
-	}()
-	sim, err := kubeletsim.New(kubeletsim.Config{Nodes: 3, PodsPerNode: 3, ContainersPerPod: 2, Namespaces: 2, Host: "127.0.0.1"})
-	if err != nil {
-		return 1, fmt.Errorf("creating simulator: %w", err)
-	}
-	if err := sim.Start(ctx); err != nil {
-		return 1, fmt.Errorf("starting simulator: %w", err)
-	}
-	env.sim = sim
-	defer sim.Stop()
-	if err := sim.Register(ctx, cp.Client); err != nil {
-		return 1, fmt.Errorf("registering simulated nodes and pods: %w", err)
-	}
-	env.simCA = filepath.Join(dir, "kubelet-ca.crt")
-	if err := os.WriteFile(env.simCA, sim.CACertPEM(), 0o600); err != nil {
-		return 1, fmt.Errorf("writing kubelet CA: %w", err)
-	}
-	if env.metrics, err = metricsclient.NewForConfig(cp.Config); err != nil {
-		return 1, fmt.Errorf("building metrics client: %w", err)
-	}
-	return m.Run(), nil
+	return nil
 }
 
 // replicaA installs the base manifests' ServiceAccount and RBAC for real (everything but the APIService, which
@@ -121,7 +88,7 @@ func replicaA(t *testing.T) *framework.Backend {
 }
 
 func setupReplicaA(ctx context.Context) error {
-	rendered, err := kubectl(ctx, "", "kustomize", filepath.Join(env.repo, "manifests", "base"))
+	rendered, err := env.cp.KubectlOutput(ctx, "", "kustomize", filepath.Join(env.repo, "manifests", "base"))
 	if err != nil {
 		return err
 	}
@@ -130,7 +97,7 @@ func setupReplicaA(ctx context.Context) error {
 		return fmt.Errorf("manifests/base renders %d APIServices, want %d", dropped, len(framework.APIServiceNames))
 	}
 	env.backendsUp = true
-	if _, err := kubectlIn(ctx, docs, "", "apply", "-f", "-"); err != nil {
+	if _, _, err := env.cp.KubectlStreams(ctx, docs, "", "apply", "-f", "-"); err != nil {
 		return err
 	}
 	// RBAC takes effect when kube-apiserver's authorizer has seen the bindings: wait for that, so that the
@@ -142,7 +109,7 @@ func setupReplicaA(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	token, err := kubectl(ctx, "", "create", "token", serviceAccount, "-n", namespace, "--duration=2h")
+	token, err := env.cp.KubectlOutput(ctx, "", "create", "token", serviceAccount, "-n", namespace, "--duration=2h")
 	if err != nil {
 		return err
 	}
@@ -158,10 +125,7 @@ func setupReplicaA(ctx context.Context) error {
 	if env.a, err = startReplica(ctx, serviceA, ipA); err != nil {
 		return err
 	}
-	if err := env.api.PointAPIService(ctx, serviceA); err != nil {
-		return err
-	}
-	return env.api.WaitAvailable(ctx, env.a, 3*time.Minute)
+	return env.api.ServeFrom(ctx, env.a, 3*time.Minute)
 }
 
 // startReplica starts a kubelet-source metrics-ring as the ServiceAccount and waits for its /readyz.
@@ -188,42 +152,4 @@ func withoutKind(yaml, kind string) (kept string, dropped int) {
 		docs = append(docs, d)
 	}
 	return strings.Join(docs, "\n---\n"), dropped
-}
-
-// kubectl runs the built kubectl with the given kubeconfig (admin when empty) and returns its output.
-func kubectl(ctx context.Context, kubeconfig string, args ...string) (string, error) {
-	return kubectlIn(ctx, "", kubeconfig, args...)
-}
-
-// kubectlIn is kubectl with stdin; it returns stdout (warnings on stderr would spoil -o json), and stderr in
-// the error. Every call is bounded.
-func kubectlIn(ctx context.Context, stdin, kubeconfig string, args ...string) (string, error) {
-	if kubeconfig == "" {
-		kubeconfig = env.cp.AdminKubeconfig
-	}
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, env.cp.Tools.Kubectl, append([]string{"--kubeconfig=" + kubeconfig}, args...)...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("kubectl %s: %w: %s%s", strings.Join(args, " "), err, stderr.Bytes(), stdout.Bytes())
-	}
-	return stdout.String(), nil
-}
-
-// eventually polls cond every half resolution for at most timeout and fails the test with cond's last
-// complaint if it never holds.
-func eventually(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) error) {
-	t.Helper()
-	err := framework.Poll(context.Background(), what, resolution/2, timeout, func(ctx context.Context) (bool, error) {
-		if err := cond(ctx); err != nil {
-			return false, err
-		}
-		return true, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }

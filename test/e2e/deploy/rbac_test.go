@@ -76,7 +76,7 @@ func TestBaseRBACServesKubectlTop(t *testing.T) {
 	ctx := context.Background()
 
 	// The backend's credentials are the ServiceAccount's.
-	out, err := kubectl(ctx, env.saKube, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
+	out, err := env.cp.KubectlOutput(ctx, env.saKube, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestBaseRBACServesKubectlTop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "metrics through a backend running as "+saUser+" to be the truth for a reader", settle, func(ctx context.Context) error {
+	framework.Eventually(t, "metrics through a backend running as "+saUser+" to be the truth for a reader", settle, func(ctx context.Context) error {
 		nodes, err := viewer.MetricsV1beta1().NodeMetricses().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err

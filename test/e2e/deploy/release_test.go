@@ -36,7 +36,7 @@ func releaseFile(overlay string) string {
 // wantRelease is what `make manifests` writes for overlay: the same header, then kubectl kustomize's output
 // from the same pinned kubectl.
 func wantRelease(ctx context.Context, overlay string) (string, error) {
-	rendered, err := kubectl(ctx, "", "kustomize", filepath.Join(env.repo, "manifests", "overlays", overlay))
+	rendered, err := env.cp.KubectlOutput(ctx, "", "kustomize", filepath.Join(env.repo, "manifests", "overlays", overlay))
 	if err != nil {
 		return "", err
 	}

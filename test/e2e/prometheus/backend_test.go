@@ -24,12 +24,12 @@ func pointAPIService(t *testing.T, service string) {
 	t.Helper()
 	patch := fmt.Sprintf(`{"spec":{"service":{"name":%q}}}`, service)
 	for _, name := range framework.APIServiceNames {
-		if _, err := kubectl(context.Background(), "patch", "apiservice", name, "--type=merge", "-p", patch); err != nil {
+		if _, err := env.cp.Kubectl(context.Background(), "", "patch", "apiservice", name, "--type=merge", "-p", patch); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, name := range framework.APIServiceNames {
-		out, err := kubectl(context.Background(), "get", "apiservice", name, "-o", "jsonpath={.spec.service.name}")
+		out, err := env.cp.Kubectl(context.Background(), "", "get", "apiservice", name, "-o", "jsonpath={.spec.service.name}")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,7 +41,7 @@ func pointAPIService(t *testing.T, service string) {
 		t.Fatal(err)
 	}
 	for _, v := range framework.MetricsVersions {
-		eventually(t, "answers through the aggregator's metrics.k8s.io/"+v+" from "+service, settle, func(ctx context.Context) error {
+		framework.Eventually(t, "answers through the aggregator's metrics.k8s.io/"+v+" from "+service, settle, func(ctx context.Context) error {
 			s, err := viaAggregatorAt(ctx, v)
 			if err != nil {
 				return err
@@ -58,11 +58,11 @@ func pointAPIService(t *testing.T, service string) {
 // no other, each with the truth as kubectl prints it.
 func topMatchesTruth(ctx context.Context) error {
 	truth := env.sim.Truth()
-	out, err := kubectl(ctx, "top", "nodes")
+	out, err := env.cp.Kubectl(ctx, "", "top", "nodes")
 	if err != nil {
 		return err
 	}
-	rows, err := parseTop(out, 1, "NAME", "CPU(cores)", "CPU(%)", "MEMORY(bytes)", "MEMORY(%)")
+	rows, err := framework.TableWithHeader(out, 1, "NAME", "CPU(cores)", "CPU(%)", "MEMORY(bytes)", "MEMORY(%)")
 	if err != nil {
 		return err
 	}
@@ -78,11 +78,11 @@ func topMatchesTruth(ctx context.Context) error {
 		}
 		errs = append(errs, checkTopCell("node "+name, r[0], r[2], u.CPUNanoCores, u.MemoryBytes))
 	}
-	out, err = kubectl(ctx, "top", "pods", "-A")
+	out, err = env.cp.Kubectl(ctx, "", "top", "pods", "-A")
 	if err != nil {
 		return err
 	}
-	if rows, err = parseTop(out, 2, "NAMESPACE", "NAME", "CPU(cores)", "MEMORY(bytes)"); err != nil {
+	if rows, err = framework.TableWithHeader(out, 2, "NAMESPACE", "NAME", "CPU(cores)", "MEMORY(bytes)"); err != nil {
 		return err
 	}
 	if len(rows) != len(truth.Pods) {
@@ -108,7 +108,7 @@ func topMatchesTruth(ctx context.Context) error {
 // source's own answer on the same cluster, memory exact.
 func TestPrometheusBackendMatchesTruthAndKubeletSource(t *testing.T) {
 	usePrometheus(t)
-	eventually(t, "the Prometheus source to serve the truth through the aggregator", warmup, func(ctx context.Context) error {
+	framework.Eventually(t, "the Prometheus source to serve the truth through the aggregator", warmup, func(ctx context.Context) error {
 		s, err := viaAggregator(ctx)
 		if err != nil {
 			return err
@@ -118,8 +118,8 @@ func TestPrometheusBackendMatchesTruthAndKubeletSource(t *testing.T) {
 		}
 		return matchTruth(s, env.sim.Truth())
 	})
-	eventually(t, "kubectl top nodes and pods -A to print the truth", settle, topMatchesTruth)
-	eventually(t, "the Prometheus source to agree with the kubelet source", settle, func(ctx context.Context) error {
+	framework.Eventually(t, "kubectl top nodes and pods -A to print the truth", settle, topMatchesTruth)
+	framework.Eventually(t, "the Prometheus source to agree with the kubelet source", settle, func(ctx context.Context) error {
 		prom, err := viaAggregator(ctx)
 		if err != nil {
 			return err

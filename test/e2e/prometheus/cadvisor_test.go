@@ -21,7 +21,7 @@ func TestCadvisorScrapeNotCountedTwice(t *testing.T) {
 	want := env.sim.Truth().Pods[p.Namespace+"/"+p.Name][c]
 
 	for _, metric := range []string{"container_cpu_usage_seconds_total", "container_memory_working_set_bytes"} {
-		eventually(t, "Prometheus to hold "+metric+" from both endpoints", settle, func(ctx context.Context) error {
+		framework.Eventually(t, "Prometheus to hold "+metric+" from both endpoints", settle, func(ctx context.Context) error {
 			vec, err := env.prom.Query(ctx, metric+sel)
 			if err != nil {
 				return err
@@ -40,19 +40,19 @@ func TestCadvisorScrapeNotCountedTwice(t *testing.T) {
 
 	// The naive query (what a config summing over the container's series does) doubles: the trap is real here.
 	naive := `sum by (namespace, pod, container) (rate(container_cpu_usage_seconds_total` + sel + `[1m]))`
-	eventually(t, "the naive sum to double the truth", warmup, func(ctx context.Context) error {
+	framework.Eventually(t, "the naive sum to double the truth", warmup, func(ctx context.Context) error {
 		v, err := single(ctx, env.prom, naive)
 		if err != nil {
 			return err
 		}
-		if !withinPct(v*1e9, 2*float64(want.CPUNanoCores), cpuPct) {
+		if !framework.WithinPercent(v*1e9, 2*float64(want.CPUNanoCores), cpuPct) {
 			return fmt.Errorf("%s = %.6f cores, want twice the truth %.6f", naive, v, 2*float64(want.CPUNanoCores)/1e9)
 		}
 		return nil
 	})
 
 	// metrics-ring's defaults: every container and node once, read from the Prometheus backend itself.
-	eventually(t, "the Prometheus source to report the truth once", warmup, func(ctx context.Context) error {
+	framework.Eventually(t, "the Prometheus source to report the truth once", warmup, func(ctx context.Context) error {
 		s, err := direct(ctx, env.prometheus)
 		if err != nil {
 			return err

@@ -94,9 +94,6 @@ func direct(ctx context.Context, b *framework.Backend) (snapshot, error) {
 	return newSnapshot(nodes.Items, pods.Items), nil
 }
 
-// withinPct reports whether got is within pct percent of want.
-func withinPct(got, want, pct float64) bool { return math.Abs(got-want) <= math.Abs(want)*pct/100 }
-
 func nanoCores(l corev1.ResourceList) int64 {
 	q := l[corev1.ResourceCPU]
 	return q.ScaledValue(resource.Nano)
@@ -111,7 +108,7 @@ func memBytes(l corev1.ResourceList) int64 {
 // simulator holds constant, so every scrape and Prometheus' latest sample carry the same bytes).
 func checkUsage(what string, got corev1.ResourceList, wantCPU, wantMem int64) error {
 	var errs []error
-	if g := nanoCores(got); !withinPct(float64(g), float64(wantCPU), cpuPct) {
+	if g := nanoCores(got); !framework.WithinPercent(float64(g), float64(wantCPU), cpuPct) {
 		errs = append(errs, fmt.Errorf("%s: CPU %dn, want %dn ±%d%%", what, g, wantCPU, cpuPct))
 	}
 	if g := memBytes(got); g != wantMem {
@@ -230,28 +227,6 @@ func describeWindows(s snapshot) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ", ")
-}
-
-// parseTop parses `kubectl top` output into rows keyed by the first keyCols fields joined by "/", after
-// checking the header.
-func parseTop(out string, keyCols int, header ...string) (map[string][]string, error) {
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if got := strings.Fields(lines[0]); strings.Join(got, " ") != strings.Join(header, " ") {
-		return nil, fmt.Errorf("header %q, want %q", got, header)
-	}
-	rows := map[string][]string{}
-	for _, l := range lines[1:] {
-		f := strings.Fields(l)
-		if len(f) != len(header) {
-			return nil, fmt.Errorf("row %q has %d fields, want %d", l, len(f), len(header))
-		}
-		key := strings.Join(f[:keyCols], "/")
-		if _, dup := rows[key]; dup {
-			return nil, fmt.Errorf("row %q listed twice", key)
-		}
-		rows[key] = f[keyCols:]
-	}
-	return rows, nil
 }
 
 // checkTopCell compares a printed CPU and memory with the truth as kubectl prints it: kubectl rounds CPU up

@@ -2,12 +2,9 @@ package prometheus
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -50,83 +47,59 @@ var env struct {
 }
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	os.Exit(framework.RunMain(m, "e2e/prometheus", setupAndRun))
+	os.Exit(framework.RunSuite(m, framework.SuiteConfig{
+		Name:               "e2e/prometheus",
+		Timeout:            15 * time.Minute,
+		Sim:                kubeletsim.Config{Nodes: 3, PodsPerNode: 4, ContainersPerPod: 2, Namespaces: 2, Host: "127.0.0.1"},
+		BeforeControlPlane: startPrometheus,
+		Setup:              setup,
+	}))
 }
 
-func setupAndRun(m *testing.M, dir string) (code int, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	// First, so that a machine that cannot get Prometheus fails at once, loudly: these tests never skip.
+// startPrometheus starts Prometheus scraping the simulated kubelets before the control plane starts, so that
+// its 1m rate windows fill while kube-apiserver starts. It runs before the control-plane tools are checked,
+// so that a machine that cannot get Prometheus fails soon, loudly: these tests never skip.
+func startPrometheus(ctx context.Context, s *framework.Suite) error {
 	promBin, err := framework.EnsurePrometheus(os.Stderr)
 	if err != nil {
-		return 1, err
+		return err
 	}
 	version, err := framework.PrometheusVersion(promBin)
 	if err != nil {
-		return 1, err
+		return err
 	}
 	fmt.Fprintf(os.Stderr, "using %s: %s\n", promBin, version)
-	tools, err := framework.EnsureTools(framework.DefaultCacheDir(), os.Stderr)
-	if err != nil {
-		return 1, err
-	}
-	sim, err := kubeletsim.New(kubeletsim.Config{Nodes: 3, PodsPerNode: 4, ContainersPerPod: 2, Namespaces: 2, Host: "127.0.0.1"})
-	if err != nil {
-		return 1, fmt.Errorf("creating simulator: %w", err)
-	}
-	if err := sim.Start(ctx); err != nil {
-		return 1, fmt.Errorf("starting simulator: %w", err)
-	}
-	env.sim = sim
-	defer sim.Stop()
-	simCA := filepath.Join(dir, "kubelet-ca.crt")
-	if err := os.WriteFile(simCA, sim.CACertPEM(), 0o600); err != nil {
-		return 1, fmt.Errorf("writing kubelet CA: %w", err)
-	}
-	// Prometheus starts before the control plane: its 1m rate windows fill while kube-apiserver starts.
 	var targets []framework.PrometheusTarget
-	for _, n := range sim.Nodes() {
-		targets = append(targets, framework.PrometheusTarget{Node: n, Address: fmt.Sprintf("%s:%d", sim.Host(), sim.Port(n))})
+	for _, n := range s.Sim.Nodes() {
+		targets = append(targets, framework.PrometheusTarget{Node: n, Address: fmt.Sprintf("%s:%d", s.Sim.Host(), s.Sim.Port(n))})
 	}
 	env.prom, err = framework.StartPrometheus(framework.PrometheusConfig{
-		Binary: promBin, Dir: filepath.Join(dir, "prometheus"), CAFile: simCA, Targets: targets, Out: os.Stderr,
+		Binary: promBin, Dir: filepath.Join(s.Dir, "prometheus"), CAFile: s.SimCA, Targets: targets, Out: os.Stderr,
 	})
 	if err != nil {
-		return 1, err
+		return err
 	}
-	defer env.prom.Stop()
-	defer func() {
-		if code != 0 || err != nil {
+	s.OnExit(func(failed bool) {
+		if failed {
 			env.prom.Proc.DumpTail(os.Stderr, 40)
 		}
-	}()
-	if err := env.prom.WaitReady(ctx, 2*time.Minute); err != nil {
-		return 1, err
+		env.prom.Stop()
+	})
+	return env.prom.WaitReady(ctx, 2*time.Minute)
+}
+
+// setup starts both sources at once, on the same port, each behind its own Service, and points the
+// APIServices at the kubelet source.
+func setup(ctx context.Context, s *framework.Suite) (err error) {
+	env.cp, env.sim, env.metrics = s.CP, s.Sim, s.Metrics
+	if env.api, err = env.cp.SetupMetricsAPI(ctx); err != nil {
+		return err
 	}
-	cp, err := framework.Start(ctx, framework.Options{Tools: tools, Dir: dir, Out: os.Stderr})
-	if err != nil {
-		return 1, err
-	}
-	env.cp = cp
-	defer cp.Stop()
-	defer func() {
-		if code != 0 || err != nil {
-			cp.DumpLogs(os.Stderr, 60)
-		}
-	}()
-	if err := sim.Register(ctx, cp.Client); err != nil {
-		return 1, fmt.Errorf("registering simulated nodes and pods: %w", err)
-	}
-	if env.api, err = cp.SetupMetricsAPI(ctx); err != nil {
-		return 1, err
-	}
-	// Both sources run at once, on the same port, each behind its own Service.
 	stale := "--stale-after=" + staleAfter.String()
 	if env.kubelet, err = env.api.StartBackend(ctx, framework.BackendConfig{
-		Service: kubeletService, IP: kubeletIP, Resolution: resolution, Args: append(framework.KubeletSourceArgs(simCA), stale),
+		Service: kubeletService, IP: kubeletIP, Resolution: resolution, Args: append(framework.KubeletSourceArgs(s.SimCA), stale),
 	}); err != nil {
-		return 1, err
+		return err
 	}
 	// The Prometheus source runs on its defaults (no --prometheus-config): they must be right for a Prometheus
 	// that scrapes /metrics/cadvisor too.
@@ -135,60 +108,12 @@ func setupAndRun(m *testing.M, dir string) (code int, err error) {
 		Args: []string{"--source=prometheus", "--prometheus-url=" + env.prom.URL,
 			"--prometheus-query-timeout=" + queryTimeout.String(), stale},
 	}); err != nil {
-		return 1, err
+		return err
 	}
 	for _, b := range []*framework.Backend{env.kubelet, env.prometheus} {
 		if err := b.WaitReady(ctx, 2*time.Minute); err != nil {
-			return 1, err
+			return err
 		}
 	}
-	if err := env.api.PointAPIService(ctx, kubeletService); err != nil {
-		return 1, err
-	}
-	if err := env.api.WaitAvailable(ctx, env.kubelet, 3*time.Minute); err != nil {
-		return 1, err
-	}
-	if env.metrics, err = metricsclient.NewForConfig(cp.Config); err != nil {
-		return 1, fmt.Errorf("building metrics client: %w", err)
-	}
-	return m.Run(), nil
-}
-
-// kubectl runs the built kubectl as the admin and returns its combined output. Every call is bounded.
-func kubectl(ctx context.Context, args ...string) (string, error) {
-	stdout, stderr, err := kubectlStreams(ctx, args...)
-	return stdout + stderr, err
-}
-
-// kubectlStreams runs kubectl as the admin and returns what it wrote to stdout and to stderr.
-func kubectlStreams(ctx context.Context, args ...string) (stdout, stderr string, err error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	var o, e strings.Builder
-	cmd := exec.CommandContext(ctx, env.cp.Tools.Kubectl, append([]string{"--kubeconfig=" + env.cp.AdminKubeconfig}, args...)...)
-	cmd.Stdout, cmd.Stderr = &o, &e
-	if err := cmd.Run(); err != nil {
-		return o.String(), e.String(), fmt.Errorf("kubectl %s: %w: %s%s", strings.Join(args, " "), err, o.String(), e.String())
-	}
-	return o.String(), e.String(), nil
-}
-
-// eventually polls cond every half resolution for at most timeout and fails the test with cond's last
-// complaint if it never holds. How long it waited is logged (-v), to tell where a slow run spends its time.
-func eventually(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) error) {
-	t.Helper()
-	start := time.Now()
-	defer func() {
-		t.Helper()
-		t.Logf("waited %s for %s", time.Since(start).Round(time.Millisecond), what)
-	}()
-	err := framework.Poll(context.Background(), what, resolution/2, timeout, func(ctx context.Context) (bool, error) {
-		if err := cond(ctx); err != nil {
-			return false, err
-		}
-		return true, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	return env.api.ServeFrom(ctx, env.kubelet, 3*time.Minute)
 }

@@ -56,7 +56,7 @@ func selfMetrics(t *testing.T, b *framework.Backend) framework.SelfMetrics {
 // staleAfter leaves seconds between the two; a 503 here means the data was dropped before --stale-after.
 func (o outage) servesLastGoodData(t *testing.T) {
 	t.Helper()
-	eventually(t, "the failure of the "+o.source+" source to show in "+o.backend.Service+"'s /metrics", settle, func(ctx context.Context) error {
+	framework.Eventually(t, "the failure of the "+o.source+" source to show in "+o.backend.Service+"'s /metrics", settle, func(ctx context.Context) error {
 		m, err := o.backend.SelfMetrics(ctx)
 		if err != nil {
 			return err
@@ -85,7 +85,7 @@ func (o outage) servesLastGoodData(t *testing.T) {
 func (o outage) unavailable(t *testing.T) {
 	t.Helper()
 	p := env.sim.Pods()[0]
-	eventually(t, fmt.Sprintf("list and get to answer 503 naming %s and %q", o.source, o.reason), settle+staleAfter, func(ctx context.Context) error {
+	framework.Eventually(t, fmt.Sprintf("list and get to answer 503 naming %s and %q", o.source, o.reason), settle+staleAfter, func(ctx context.Context) error {
 		m := env.metrics.MetricsV1beta1()
 		_, errPods := m.PodMetricses("").List(ctx, metav1.ListOptions{})
 		_, errNodes := m.NodeMetricses().List(ctx, metav1.ListOptions{})
@@ -102,8 +102,8 @@ func (o outage) unavailable(t *testing.T) {
 	ctx := context.Background()
 	for _, args := range [][]string{{"top", "nodes"}, {"top", "pods", "-A"}} {
 		// Retried: under load one cycle's error may be a timeout rather than the outage's own reason.
-		eventually(t, "kubectl "+strings.Join(args, " ")+" to print the 503", settle, func(ctx context.Context) error {
-			out, err := kubectl(ctx, args...)
+		framework.Eventually(t, "kubectl "+strings.Join(args, " ")+" to print the 503", settle, func(ctx context.Context) error {
+			out, err := env.cp.Kubectl(ctx, "", args...)
 			if err == nil || !strings.Contains(out, "(ServiceUnavailable)") || !strings.Contains(out, o.source) || !strings.Contains(out, o.reason) {
 				return fmt.Errorf("kubectl %s during the outage: err %v, want a ServiceUnavailable error naming %s and %q; output:\n%s",
 					strings.Join(args, " "), err, o.source, o.reason, out)
@@ -114,13 +114,13 @@ func (o outage) unavailable(t *testing.T) {
 	}
 	// The rest of the cluster must not notice.
 	for _, name := range framework.APIServiceNames {
-		out, err := kubectl(ctx, "get", "apiservice", name, "--no-headers")
+		out, err := env.cp.Kubectl(ctx, "", "get", "apiservice", name, "--no-headers")
 		if f := strings.Fields(out); err != nil || len(f) < 3 || f[0] != name || f[1] != "kube-system/"+o.backend.Service || f[2] != "True" {
 			t.Errorf("kubectl get apiservice during the outage: err %v, want %s pointing at kube-system/%s, AVAILABLE True; output:\n%s",
 				err, name, o.backend.Service, out)
 		}
 	}
-	stdout, stderr, err := kubectlStreams(ctx, "api-resources")
+	stdout, stderr, err := env.cp.KubectlStreams(ctx, "", "", "api-resources")
 	if err != nil || stderr != "" {
 		t.Errorf("kubectl api-resources during the outage: err %v, want exit 0 and nothing on stderr; stderr:\n%s", err, stderr)
 	}

@@ -22,7 +22,7 @@ func TestSwapBackendsWithKubectlPatch(t *testing.T) {
 		if step.warm {
 			timeout = warmup
 		}
-		eventually(t, "kubectl top after pointing the APIService at "+step.service, timeout, func(ctx context.Context) error {
+		framework.Eventually(t, "kubectl top after pointing the APIService at "+step.service, timeout, func(ctx context.Context) error {
 			if err := topMatchesTruth(ctx); err != nil {
 				return err
 			}

@@ -24,7 +24,7 @@ const (
 // brings the answers back.
 func TestPrometheusDown(t *testing.T) {
 	usePrometheus(t)
-	eventually(t, "the Prometheus source to serve the truth", warmup, func(ctx context.Context) error {
+	framework.Eventually(t, "the Prometheus source to serve the truth", warmup, func(ctx context.Context) error {
 		s, err := viaAggregator(ctx)
 		if err != nil {
 			return err
@@ -73,9 +73,9 @@ func TestPrometheusDown(t *testing.T) {
 	if err := env.prom.WaitReady(context.Background(), settle); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "kubectl top to answer again after Prometheus restarted", settle, topMatchesTruth)
+	framework.Eventually(t, "kubectl top to answer again after Prometheus restarted", settle, topMatchesTruth)
 	failedBefore := queryOutcomes(selfMetrics(t, env.prometheus))
-	eventually(t, "every query to succeed again in /metrics", settle, func(ctx context.Context) error {
+	framework.Eventually(t, "every query to succeed again in /metrics", settle, func(ctx context.Context) error {
 		m, err := env.prometheus.SelfMetrics(ctx)
 		if err != nil {
 			return err
@@ -96,7 +96,7 @@ func TestPrometheusDown(t *testing.T) {
 // naming the kubelet source and the kubelets' status.
 func TestKubeletEveryNodeFails(t *testing.T) {
 	pointAPIService(t, kubeletService)
-	eventually(t, "the kubelet source to serve the truth", settle, func(ctx context.Context) error {
+	framework.Eventually(t, "the kubelet source to serve the truth", settle, func(ctx context.Context) error {
 		s, err := viaAggregator(ctx)
 		if err != nil {
 			return err
@@ -138,8 +138,8 @@ func TestKubeletEveryNodeFails(t *testing.T) {
 	o.loggedOncePerStreak(t)
 
 	heal()
-	eventually(t, "kubectl top to answer again once the kubelets answer", settle, topMatchesTruth)
-	eventually(t, "every node up again in /metrics", settle, func(ctx context.Context) error {
+	framework.Eventually(t, "kubectl top to answer again once the kubelets answer", settle, topMatchesTruth)
+	framework.Eventually(t, "every node up again in /metrics", settle, func(ctx context.Context) error {
 		m, err := env.kubelet.SelfMetrics(ctx)
 		if err != nil {
 			return err
