@@ -47,14 +47,14 @@ func newKubeletClient(o *Options) (*kubeletClient, error) {
 	return &kubeletClient{http: hc, maxBytes: o.MaxResponseBytes, gzip: o.Compression}, nil
 }
 
-// fetch GETs url and reads the body into buf (reused; grown when needed) and returns it. The returned slice always
-// has at least one byte of spare capacity, which the parser relies on. Errors name the node and the URL.
+// fetch GETs url and reads the body into buf (reused; grown when needed) and returns it. Errors name the node and
+// the URL.
 func (c *kubeletClient) fetch(ctx context.Context, node, url string, buf []byte, rd *readers) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return buf, fmt.Errorf("node %q: GET %s: %w", node, url, err)
 	}
-	// The kubelet negotiates its format; ask for the classic text format textparse's PromParser reads.
+	// The kubelet negotiates its format; ask for the classic text format the parser reads.
 	req.Header.Set("Accept", "text/plain;version=0.0.4")
 	if c.gzip {
 		// Asked for here and decoded below (the transport's own gzip is off): its reader is allocated anew for

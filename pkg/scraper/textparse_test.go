@@ -1,0 +1,336 @@
+package scraper
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/textparse"
+
+	"github.com/metrics-ring/metrics-ring/pkg/storage"
+)
+
+// The parser's lexer is held to prometheus/model/textparse, the oracle: each line of a body goes through
+// textparse's PromParser on its own, the series it accepts of the families the parser reads go through the
+// parser's own merging (merge.go, tested apart), and the batch and counts must be the parser's. Lines textparse
+// rejects must be lost by the parser when they are of the families it reads (lex.go says which); the parser may
+// lose no line textparse accepts but those lex.go names as deliberately stricter.
+
+// oracle is textparse's verdict on a body.
+type oracle struct {
+	batch    storage.Batch
+	stats    parseStats   // all but BadLines and FirstError
+	mustLose map[int]bool // lines (from 1) the parser must lose
+	mayLose  map[int]bool // ... and those it may lose
+}
+
+var (
+	seriesName = regexp.MustCompile(`^[ \t]*([a-zA-Z_:][a-zA-Z0-9_:]*)`)
+	metaName   = regexp.MustCompile(`^[ \t]*#[ \t]+(?:HELP|TYPE)[ \t]+("|[a-zA-Z_:][a-zA-Z0-9_:]*)`)
+)
+
+// readsLine says whether a line is one the parser reads (and so must lose when it is bad), from its first bytes:
+// a series or HELP/TYPE line of a family it reads, a HELP/TYPE line naming a quoted metric, a line starting with
+// '{', and a line starting with a byte no line may start with.
+func readsLine(line []byte) bool {
+	rest := bytes.TrimLeft(line, " \t")
+	switch {
+	case len(rest) == 0 || rest[0] == '\n':
+		return false
+	case rest[0] == '{':
+		return true
+	case rest[0] == '#':
+		m := metaName.FindSubmatch(line)
+		return m != nil && (string(m[1]) == `"` || metricOf(m[1]) != metricOther)
+	}
+	if m := seriesName.FindSubmatch(line); m != nil {
+		return metricOf(m[1]) != metricOther
+	}
+	return true
+}
+
+// textparseLine is textparse's reading of one line: a series (lbls set), another entry, or an error.
+func textparseLine(t testing.TB, line []byte) (lbls labels.Labels, ts *int64, v float64, isSeries bool, err error) {
+	// NewPromParser appends a newline to its input: a copy keeps it off the body.
+	tp := textparse.NewPromParser(bytes.Clone(line), labels.NewSymbolTable(), false)
+	et, err := tp.Next()
+	if errors.Is(err, io.EOF) {
+		if len(bytes.Trim(line, " \t\n")) > 0 {
+			err = errors.New("textparse stopped early (a NUL byte)")
+		} else {
+			err = nil
+		}
+		return lbls, nil, 0, false, err
+	}
+	if err != nil {
+		return lbls, nil, 0, false, err
+	}
+	if et == textparse.EntrySeries {
+		_, ts, v = tp.Series()
+		if ts != nil {
+			kept := *ts // valid only until the next call
+			ts = &kept
+		}
+		tp.Labels(&lbls)
+		isSeries = true
+	}
+	if _, err := tp.Next(); !errors.Is(err, io.EOF) {
+		t.Fatalf("textparse read more than one entry from the line %q: %v", line, err)
+	}
+	return lbls, ts, v, isSeries, nil
+}
+
+// ambiguous says whether a series repeats a label the parser reads (textparse accepts repeated labels).
+func ambiguous(lbls labels.Labels) bool {
+	count := map[string]int{}
+	lbls.Range(func(l labels.Label) { count[l.Name]++ })
+	return count["__name__"] > 1 || count["namespace"] > 1 || count["pod"] > 1 || count["container"] > 1
+}
+
+func textparseOracle(t testing.TB, body []byte, now time.Time, node string) oracle {
+	o := oracle{mustLose: map[int]bool{}, mayLose: map[int]bool{}}
+	if n := len(body); n > 0 && body[n-1] != '\n' {
+		body = body[:bytes.LastIndexByte(body, '\n')+1]
+		o.stats.Truncated = true
+	}
+	p := newParser()
+	p.begin()
+	for n, line := range bytes.SplitAfter(body, []byte{'\n'}) {
+		if len(line) == 0 {
+			continue
+		}
+		n++
+		lbls, ts, v, isSeries, err := textparseLine(t, line)
+		reads, nul := readsLine(line), bytes.IndexByte(line, 0) >= 0
+		var s series
+		if isSeries {
+			// textparse's name of a line starting with blanks starts with them too (its Labels slices the name from
+			// the line's start); the parser reads such a line as the family it names, as the scraper always did.
+			name := strings.TrimLeft(lbls.Get("__name__"), " \t")
+			s = series{metric: metricOf([]byte(name)), value: v, ts: now.UnixMilli(),
+				namespace: []byte(lbls.Get("namespace")), pod: []byte(lbls.Get("pod")),
+				container: []byte(lbls.Get("container"))}
+			if ts != nil {
+				s.ts = *ts
+			}
+		}
+		switch {
+		case err != nil:
+			o.mayLose[n] = true
+			o.mustLose[n] = reads && !nul
+		case isSeries && reads && (nul || ambiguous(lbls)):
+			o.mustLose[n], o.mayLose[n] = true, true // deliberately stricter than textparse (lex.go)
+		case nul:
+			o.mayLose[n] = true // a comment with a NUL byte: textparse's verdict depends on where the NUL is
+		case s.metric != metricOther:
+			p.sample(&s, s.ts, &o.stats)
+		}
+	}
+	p.finish(node, &o.batch, &o.stats)
+	return o
+}
+
+// badLinesOf returns the lines the parser loses when it reads each line alone.
+func badLinesOf(body []byte) []int {
+	var bad []int
+	var b storage.Batch
+	for n, line := range bytes.SplitAfter(body, []byte{'\n'}) {
+		if len(line) > 0 && line[len(line)-1] == '\n' && newParser().parse(line, time.Unix(0, 0), "n", &b).BadLines > 0 {
+			bad = append(bad, n+1)
+		}
+	}
+	return bad
+}
+
+func sameFloat(a, b float64) bool {
+	return a == b && math.Signbit(a) == math.Signbit(b) || math.IsNaN(a) && math.IsNaN(b)
+}
+
+// diffBatch describes how got differs from want, or returns "".
+func diffBatch(got, want *storage.Batch) string {
+	sample := func(s storage.Sample) string {
+		return fmt.Sprintf("t=%d start=%v cpu=%x mem=%x swap=%x/%v", s.Timestamp.UnixMilli(), s.StartTime.UnixNano(),
+			math.Float64bits(s.CPU), math.Float64bits(s.Memory), math.Float64bits(s.Swap), s.HasSwap)
+	}
+	var g, w []string
+	for _, n := range got.Nodes {
+		g = append(g, n.Node+" "+sample(n.Sample))
+	}
+	for _, n := range want.Nodes {
+		w = append(w, n.Node+" "+sample(n.Sample))
+	}
+	for _, c := range got.Containers {
+		g = append(g, fmt.Sprintf("%q/%q/%q %s", c.Namespace, c.Pod, c.Container, sample(c.Sample)))
+	}
+	for _, c := range want.Containers {
+		w = append(w, fmt.Sprintf("%q/%q/%q %s", c.Namespace, c.Pod, c.Container, sample(c.Sample)))
+	}
+	if slices.Equal(g, w) {
+		return ""
+	}
+	return fmt.Sprintf("got\n  %s\nwant (textparse)\n  %s", strings.Join(g, "\n  "), strings.Join(w, "\n  "))
+}
+
+// checkAgainstTextparse parses body with p and compares the result with textparse's.
+func checkAgainstTextparse(t *testing.T, p *parser, body []byte) {
+	t.Helper()
+	now := time.UnixMilli(1_795_262_400_000)
+	orig := bytes.Clone(body)
+	var got storage.Batch
+	stats := p.parse(body, now, "n", &got)
+	if !bytes.Equal(body, orig) {
+		t.Fatalf("parse changed its input")
+	}
+	want := textparseOracle(t, body, now, "n")
+	if d := diffBatch(&got, &want.batch); d != "" {
+		t.Errorf("samples differ from textparse's for %q:\n%s", body, d)
+	}
+	counts := stats
+	counts.BadLines, counts.FirstError = 0, nil
+	if counts != want.stats {
+		t.Errorf("counts %+v, textparse's %+v, for %q", stats, want.stats, body)
+	}
+	bad := badLinesOf(body)
+	if len(bad) != stats.BadLines {
+		t.Errorf("%d bad lines in the body, %d when read line by line (%v), in %q", stats.BadLines, len(bad), bad, body)
+	}
+	if len(bad) > 0 && (stats.FirstError == nil || !strings.HasPrefix(stats.FirstError.Error(), fmt.Sprintf("line %d:", bad[0]))) {
+		t.Errorf("first error %v, want one of line %d", stats.FirstError, bad[0])
+	}
+	lines := bytes.SplitAfter(body, []byte{'\n'})
+	for n := range want.mustLose {
+		if want.mustLose[n] && !slices.Contains(bad, n) {
+			t.Errorf("line %d %q: textparse rejects it, or it is one the parser must lose, but the parser read it", n, lines[n-1])
+		}
+	}
+	for _, n := range bad {
+		if !want.mayLose[n] {
+			t.Errorf("line %d %q: the parser lost it, textparse reads it", n, lines[n-1])
+		}
+	}
+}
+
+func TestParserMatchesTextparseOnFixtures(t *testing.T) {
+	for _, name := range []string{"metrics-resource-30pods.txt", "metrics-resource-110pods.txt", "kubeletsim-7pods.txt"} {
+		t.Run(name, func(t *testing.T) {
+			body := readFixture(t, name)
+			p := newParser()
+			checkAgainstTextparse(t, p, body)
+			checkAgainstTextparse(t, p, body)
+		})
+	}
+}
+
+// FuzzParserMatchesTextparse feeds the parser and textparse the same bytes: kubelet responses (the fixtures and
+// the simulator's), the lines below, and the fuzzer's mutations of them.
+func FuzzParserMatchesTextparse(f *testing.F) {
+	// The 110-pod fixture is left to TestParserMatchesTextparseOnFixtures: mutating its 130 KB slows the fuzzer
+	// down tenfold for no form the 30-pod one lacks.
+	for _, name := range []string{"metrics-resource-30pods.txt", "kubeletsim-7pods.txt"} {
+		f.Add(readFixture(f, name))
+	}
+	for _, line := range textparseCases {
+		f.Add([]byte(node1 + line + "\n" + ctr("a", "c", 1, 2)))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		p := newParser()
+		checkAgainstTextparse(t, p, in)
+		checkAgainstTextparse(t, p, in) // again: containers interned, the order predicted
+	})
+}
+
+// textparseCases are lines (each seeded between a node's and a container's) at the edges of the format.
+var textparseCases = []string{
+	// What textparse accepts: blanks, tabs, missing commas, trailing commas, quoted names, escapes, UTF-8.
+	`  container_cpu_usage_seconds_total {container="c",namespace="ns",pod="p"}   1   1000   `,
+	"\tcontainer_cpu_usage_seconds_total\t{\tcontainer\t=\t\"c\"\t,namespace=\"ns\",pod=\"p\",\t}\t1\t1000\t",
+	`container_cpu_usage_seconds_total{container="c" namespace="ns" pod="p"} 1 1000`,
+	`container_cpu_usage_seconds_total{container="c",namespace="ns",pod="p\\q\"r\ns\t"} 1 1000`,
+	`container_cpu_usage_seconds_total{"container"="c","namespace"="ns","pod"="p"} 1 1000`,
+	`container_cpu_usage_seconds_total{"cont\ainer"="c",namespace="ns",pod="p"} 1 1000`,
+	`{"container_cpu_usage_seconds_total",container="c",namespace="ns",pod="p"} 1 1000`,
+	`{container="c","container_cpu_usage_seconds_total",namespace="ns",pod="p",} 1 1000`,
+	`{"node_cpu_usage_seconds_total"} 1`,
+	`{"node\_cpu_usage_seconds_total"} 1`,
+	`{"pod_cpu_usage_seconds_total",pod="p"} 1 1000`,
+	`container_cpu_usage_seconds_total{container="c",namespace="ns",pod="ü"} 1 1000`,
+	"container_cpu_usage_seconds_total{container=\"c\",namespace=\"ns\",pod=\"\xff\"} 1 1000",
+	`container_cpu_usage_seconds_total{container="",namespace="ns",pod="p"} 1 1000`,
+	`container_cpu_usage_seconds_total{namespace="ns",pod="p"} 1 1000`,
+	`container_cpu_usage_seconds_total{container="c",container="d",namespace="ns",pod="p"} 1`,
+	`container_cpu_usage_seconds_total{__name__="x",container="c",namespace="ns",pod="p"} 1`,
+	`{__name__="container_cpu_usage_seconds_total",container="c",namespace="ns",pod="p"} 1`,
+	`container_cpu_usage_seconds_total{"x",container="c"} 1`,
+	`{"a","b"} 1`, `{} 1`, `{"a"} `, `{,} 1`, `{a="b",,} 1`, `{a="b"`, `{a=b} 1`, `{0a="b"} 1`, `{a:b="c"} 1`,
+	// Values and timestamps.
+	`node_cpu_usage_seconds_total-1 2`, `node_cpu_usage_seconds_total+Inf`, `node_memory_working_set_bytes NaN`,
+	`node_memory_working_set_bytes nan`, `node_memory_working_set_bytes -Inf`, `node_memory_working_set_bytes infinity`,
+	`node_memory_working_set_bytes 1e400`, `node_memory_working_set_bytes 1e-400`, `node_memory_working_set_bytes 0x10`,
+	`node_memory_working_set_bytes 0x1p4`, `node_memory_working_set_bytes 1_000`, `node_memory_working_set_bytes 1.`,
+	`node_memory_working_set_bytes .5`, `node_memory_working_set_bytes -0`, `node_memory_working_set_bytes +0.0`,
+	`node_memory_working_set_bytes 000000000000000000012.5`, `node_memory_working_set_bytes 1234567890123456789`,
+	`node_memory_working_set_bytes 123456789012345.6`, `node_memory_working_set_bytes 0.000000000000001`,
+	`node_memory_working_set_bytes 1.7976931348623157e308`, `node_memory_working_set_bytes 4.9e-324`,
+	`node_memory_working_set_bytes 1 9223372036854775807`, `node_memory_working_set_bytes 1 9223372036854775808`,
+	`node_memory_working_set_bytes 1 00000000000000000000001`, `node_memory_working_set_bytes 1 -1`,
+	`node_memory_working_set_bytes 1 1.5`, `node_memory_working_set_bytes 1 2 3`, `node_memory_working_set_bytes 1}`,
+	`node_memory_working_set_bytes{} 1`, `node_memory_working_set_bytes{}{} 1`, `node_memory_working_set_bytes 1{`,
+	`node_memory_working_set_bytes`, `node_memory_working_set_bytes `, "node_memory_working_set_bytes 1 2\r",
+	`resource_scrape_error 1`, `resource_scrape_error{a="b"} 0`,
+	`container_start_time_seconds{container="c",namespace="ns",pod="a"} 1.5e+09`,
+	`container_start_time_seconds{container="c",namespace="ns",pod="a"} -1`,
+	// HELP and TYPE lines, and other comments.
+	`# HELP container_cpu_usage_seconds_total help`, `# TYPE container_cpu_usage_seconds_total counter`,
+	`# TYPE container_cpu_usage_seconds_total countr`, `# TYPE container_cpu_usage_seconds_total  counter`,
+	`# TYPE container_cpu_usage_seconds_total{counter`, `# TYPE container_cpu_usage_seconds_total`,
+	`# TYPE container_cpu_usage_seconds_total   `, "# HELP container_cpu_usage_seconds_total \xff",
+	`# HELP "container_cpu_usage_seconds_total" x`, `# TYPE "x" bogus`, `# TYPE pod_cpu_usage_seconds_total bogus`,
+	`#TYPE container_cpu_usage_seconds_total bogus`, `# TYPEX container_cpu_usage_seconds_total bogus`,
+	"#\t TYPE \tcontainer_cpu_usage_seconds_total\tgauge", `# HELP`, `# HELP 1x`, `# EOF`, `#`,
+	"# \x00", "#\x00", "# T\x00YPE container_cpu_usage_seconds_total bogus",
+	// NUL bytes, raw newlines in quotes, lines no family starts.
+	"container_cpu_usage_seconds_total{container=\"c\x00\",namespace=\"ns\",pod=\"p\"} 1",
+	"\x00", "node_cpu_usage_seconds_total 1\x00", "node_cpu_usage_seconds_total\x00 1",
+	"container_cpu_usage_seconds_total{container=\"c\nd\",namespace=\"ns\",pod=\"p\"} 1",
+	"{\"container_cpu_usage_seconds_total\n\"} 1", `<html>`, `-1`, "\r", `=`,
+	// Lines of other families: passed over unread.
+	`pod_cpu_usage_seconds_total{garbage`, `x 1 2 3`, `this is { not a metric`, `container_cpu_usage_seconds_totalx 1`,
+}
+
+// TestParseDecimalIsStrconv holds the fast path to strconv on the forms it takes and around its limits.
+func TestParseDecimalIsStrconv(t *testing.T) {
+	for _, in := range []string{
+		"0", "-0", "+0", "1", "18.5", "18.500000001", "123456.789012345", "1.048576e+07", "1.5e+09", "1e22", "1e-22",
+		"9.99999999999999e22", "123456789012345e-22", "999999999999999", "9999999999999999", "0.1", "0.3", "-2.5e-3",
+		"1E5", "1e+5", "1e", "1e+", "1e123", "1.e5", ".5", "5.", "1..2", "1e5.5", "4.35", "2.675", "1.7976931348623157e308",
+		"00000000000000012.5", "1e-5x", "-", "+", "",
+	} {
+		got, ok := parseDecimal([]byte(in))
+		want, err := strconv.ParseFloat(in, 64)
+		if ok && (err != nil || math.Float64bits(got) != math.Float64bits(want)) {
+			t.Errorf("parseDecimal(%q) = %v, strconv %v (%v)", in, got, want, err)
+		}
+	}
+}
+
+func FuzzParseDecimal(f *testing.F) {
+	for _, in := range []string{"18.500000001", "1.048576e+07", "-0.5e-3", "123456789012345"} {
+		f.Add(in)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		got, ok := parseDecimal([]byte(in))
+		want, err := strconv.ParseFloat(in, 64)
+		if ok && (err != nil || math.Float64bits(got) != math.Float64bits(want)) {
+			t.Errorf("parseDecimal(%q) = %v, strconv %v (%v)", in, got, want, err)
+		}
+	})
+}
