@@ -1,8 +1,10 @@
 package scraper
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
+	"math/bits"
 	"strconv"
 	"unsafe"
 )
@@ -36,6 +38,14 @@ var (
 // accepts both in some places; the format requires a newline to be escaped, and no exporter writes either).
 func quoted(b []byte, i int) (end int, escaped, nonASCII bool, err error) {
 	for j := i + 1; ; j++ {
+		// Eight bytes at a time while none of them needs attention: label values are names of 3 to 63 bytes.
+		for j+8 <= len(b) {
+			if m := special8(binary.LittleEndian.Uint64(b[j:])); m != 0 {
+				j += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			j += 8
+		}
 		c := b[j]
 		if class[c]&cPlain != 0 {
 			continue
@@ -56,6 +66,18 @@ func quoted(b []byte, i int) (end int, escaped, nonASCII bool, err error) {
 			return j, escaped, nonASCII, errQuoted
 		}
 	}
+}
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// special8 has the high bit set in the lowest byte of x (little-endian) that is not cPlain: '"', '\\', a newline, a
+// NUL or non-ASCII (higher bytes may be marked wrongly; only the lowest mark is used).
+func special8(x uint64) uint64 {
+	zero := func(v uint64) uint64 { return (v - ones) &^ v & highs }
+	return zero(x^('"'*ones)) | zero(x^('\\'*ones)) | zero(x^('\n'*ones)) | zero(x) | x&highs
 }
 
 // unescape appends v to dst with the escapes \\, \" and \n resolved, as textparse's Labels does: a backslash before
