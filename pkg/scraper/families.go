@@ -48,7 +48,7 @@ const (
 	cLabelStart                   // [a-zA-Z_]: starts a label name
 	cLabel                        // [a-zA-Z0-9_]
 	cValue                        // a value's bytes: all but NUL, space, tab, newline and '{'
-	cPlain                        // a quoted string's bytes that need no attention: all but NUL, newline, '"', '\\' and non-ASCII
+	cPlain                        // quoted bytes needing no attention: all but NUL, newline, '"', '\\', non-ASCII
 )
 
 var class = func() (t [256]uint8) {

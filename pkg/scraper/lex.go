@@ -46,8 +46,22 @@ const (
 	labelName // __name__
 )
 
-// reset forgets the previous body.
-func (l *lexer) reset() { l.lastName, l.lastMetric = nil, metricOther }
+// maxScratch is the most scratch space a lexer keeps between responses (a key of three 253-byte names fits).
+const maxScratch = 1 << 10
+
+// reset forgets the body: the parser outlives the worker's buffer, which is given back when a response grew it.
+// Scratch space a freak line grew goes too.
+func (l *lexer) reset() {
+	l.lastName, l.lastMetric = nil, metricOther
+	for i := range l.esc {
+		if cap(l.esc[i]) > maxScratch {
+			l.esc[i] = nil
+		}
+	}
+	if cap(l.scratch) > maxScratch {
+		l.scratch = nil
+	}
+}
 
 // line reads the line starting at b[i] (b ends with a newline) into s and returns the index after it. On an error
 // it returns the index where the line went wrong: the caller loses the line.

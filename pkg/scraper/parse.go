@@ -11,7 +11,7 @@ import (
 // parseStats says what a response lost, for /metrics and the per-node log line. Values storage rejects (zero, NaN,
 // infinite, negative) are not counted here: storage counts them.
 type parseStats struct {
-	BadLines      int   // lines of the families read (or unreadable from their first byte) that the format rejects; each lost only itself
+	BadLines      int   // lines read (lex.go) that the format rejects; each lost only itself
 	FirstError    error // the first of them, with its line number
 	Truncated     bool  // the body's last line had no newline (cut off): dropped
 	Duplicates    int   // repeated series; the first one is kept
@@ -81,6 +81,7 @@ func (p *parser) parse(body []byte, now time.Time, node string, b *storage.Batch
 		}
 		pos = next
 	}
+	p.reset()
 	p.finish(node, b, &stats)
 	return stats
 }
@@ -90,7 +91,6 @@ func (p *parser) begin() {
 	p.epoch++
 	p.seen = p.seen[:0]
 	p.nodeHas = 0
-	p.reset()
 }
 
 // badLine counts the line from start that went wrong at at, and keeps the response's first error.

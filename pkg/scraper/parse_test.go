@@ -296,6 +296,13 @@ func TestParseReusesAndForgets(t *testing.T) {
 	if len(b.Containers) != 1 || b.Containers[0].Pod != "b" || len(p.containers) != 1 {
 		t.Errorf("a gone container is still there: %d containers, %d interned", len(b.Containers), len(p.containers))
 	}
+	// Nothing of the body stays with the parser: the worker gives a buffer a large response grew back, and
+	// scratch space a freak line grew goes too.
+	long := `container_cpu_usage_seconds_total{container="c",namespace="ns",pod="` + strings.Repeat(`\"`, 4096) + `"} 1 1000` + "\n"
+	p.parse([]byte(node1+long), time.Now(), "n", &b)
+	if p.lastName != nil || cap(p.esc[1]) > maxScratch {
+		t.Errorf("the parser keeps a slice of the body (%q) or %d bytes of scratch space", p.lastName, cap(p.esc[1]))
+	}
 	// The caller's bytes are never changed, even for a truncated body.
 	trunc := []byte(node1 + "x")
 	p.parse(trunc, time.Now(), "n", &b)

@@ -206,13 +206,14 @@ func checkAgainstTextparse(t *testing.T, p *parser, body []byte) {
 	if len(bad) != stats.BadLines {
 		t.Errorf("%d bad lines in the body, %d when read line by line (%v), in %q", stats.BadLines, len(bad), bad, body)
 	}
-	if len(bad) > 0 && (stats.FirstError == nil || !strings.HasPrefix(stats.FirstError.Error(), fmt.Sprintf("line %d:", bad[0]))) {
+	if len(bad) > 0 && (stats.FirstError == nil ||
+		!strings.HasPrefix(stats.FirstError.Error(), fmt.Sprintf("line %d:", bad[0]))) {
 		t.Errorf("first error %v, want one of line %d", stats.FirstError, bad[0])
 	}
 	lines := bytes.SplitAfter(body, []byte{'\n'})
 	for n := range want.mustLose {
 		if want.mustLose[n] && !slices.Contains(bad, n) {
-			t.Errorf("line %d %q: textparse rejects it, or it is one the parser must lose, but the parser read it", n, lines[n-1])
+			t.Errorf("line %d %q: textparse rejects it (or lex.go says to lose it), the parser read it", n, lines[n-1])
 		}
 	}
 	for _, n := range bad {
