@@ -316,6 +316,9 @@ var textparseCases = []string{
 	`#TYPE container_cpu_usage_seconds_total bogus`, `# TYPEX container_cpu_usage_seconds_total bogus`,
 	"#\t TYPE \tcontainer_cpu_usage_seconds_total\tgauge", `# HELP`, `# HELP 1x`, `# EOF`, `#`,
 	"# \x00", "#\x00", "# T\x00YPE container_cpu_usage_seconds_total bogus",
+	// OpenMetrics, should a kubelet answer with it: read as the text format, as textparse's PromParser reads it.
+	`# UNIT container_cpu_usage_seconds_total seconds`, `node_memory_working_set_bytes 1 1795262400.000`,
+	`container_cpu_usage_seconds_total{container="c",namespace="ns",pod="p"} 1 # {trace_id="x"} 1`,
 	// NUL bytes, raw newlines in quotes, lines no family starts.
 	"container_cpu_usage_seconds_total{container=\"c\x00\",namespace=\"ns\",pod=\"p\"} 1",
 	"\x00", "node_cpu_usage_seconds_total 1\x00", "node_cpu_usage_seconds_total\x00 1",
