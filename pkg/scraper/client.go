@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"strings"
 
 	"github.com/klauspost/compress/gzip"
@@ -21,14 +22,19 @@ const snippetBytes = 256
 // kubeletClient fetches /metrics/resource bodies. One client (one keep-alive transport, HTTP/2 when the kubelet
 // offers it) serves every node, so connections are reused between scrapes.
 type kubeletClient struct {
-	http     *http.Client
+	// rt sends the requests: no http.Client, whose redirect and cookie handling would cost a header copy per
+	// request for nothing (redirects are never followed: the transport adds the bearer token to every request it
+	// sends, so following one would hand our credentials to whatever host a kubelet, or whoever answers at its
+	// address, names). No timeout either: every request carries a context deadline (--kubelet-request-timeout).
+	rt       http.RoundTripper
+	header   http.Header // every request's headers; each worker sends a copy of its own
 	maxBytes int64
-	gzip     bool
 }
 
-// readers are one worker's reusable decoding state.
+// readers are one worker's reusable request and decoding state.
 type readers struct {
-	gz *gzip.Reader // nil until the first gzip response
+	header http.Header  // the client's headers, reused by every request of the worker (RoundTrip must not change them)
+	gz     *gzip.Reader // nil until the first gzip response
 }
 
 func newKubeletClient(o *Options) (*kubeletClient, error) {
@@ -38,33 +44,31 @@ func newKubeletClient(o *Options) (*kubeletClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the kubelet client transport: %w", err)
 	}
-	// No http.Client.Timeout: every request carries a context deadline (--kubelet-request-timeout). Redirects are
-	// never followed: the transport adds the bearer token to every request it sends, so following one would hand
-	// our credentials to whatever host a kubelet (or whoever answers at its address) names.
-	hc := &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error {
-		return http.ErrUseLastResponse
-	}}
-	return &kubeletClient{http: hc, maxBytes: o.MaxResponseBytes, gzip: o.Compression}, nil
+	// The kubelet negotiates its format; ask for the classic text format the parser reads.
+	h := http.Header{"Accept": {"text/plain;version=0.0.4"}}
+	if o.Compression {
+		// Asked for here and decoded by readers.decode (the transport's own gzip is off): its reader is allocated
+		// anew for every response, about 40 KB, where a worker's is reset.
+		h.Set("Accept-Encoding", "gzip")
+	}
+	return &kubeletClient{rt: rt, header: h, maxBytes: o.MaxResponseBytes}, nil
 }
 
-// fetch GETs url and reads the body into buf (reused; grown when needed) and returns it. The returned slice always
-// has at least one byte of spare capacity, which the parser relies on. Errors name the node and the URL.
+// fetch GETs url and reads the body into buf (reused; grown when needed) and returns it. Errors name the node and
+// the URL.
 func (c *kubeletClient) fetch(ctx context.Context, node, url string, buf []byte, rd *readers) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return buf, fmt.Errorf("node %q: GET %s: %w", node, url, err)
 	}
-	// The kubelet negotiates its format; ask for the classic text format textparse's PromParser reads.
-	req.Header.Set("Accept", "text/plain;version=0.0.4")
-	if c.gzip {
-		// Asked for here and decoded below (the transport's own gzip is off): its reader is allocated anew for
-		// every response, about 40 KB, where a worker's is reset.
-		req.Header.Set("Accept-Encoding", "gzip")
+	if rd.header == nil {
+		rd.header = c.header.Clone()
 	}
-	resp, err := c.http.Do(req)
+	req.Header = rd.header
+	resp, err := c.rt.RoundTrip(req)
 	if err != nil {
-		// A *url.Error already names the method and URL.
-		return buf, fmt.Errorf("node %q: %w", node, err)
+		// As http.Client words it: Get "url": error.
+		return buf, fmt.Errorf("node %q: %w", node, &neturl.Error{Op: "Get", URL: url, Err: err})
 	}
 	// Closing an unread body makes the transport drop the connection (HTTP/1) or reset the stream (HTTP/2) rather
 	// than drain an oversized or unwanted response.

@@ -1,19 +1,7 @@
 package scraper
 
-import "bytes"
-
-// Which metric families of a kubelet response the parser reads, and how it passes over the others: a third of a
-// response is pod-level series, and skipping them with a byte scan is cheaper than lexing them.
-
-// metricName is the name part of a series as textparse returns it (name, then labels or the value).
-func metricName(series []byte) []byte {
-	for i, c := range series {
-		if c == '{' || c == ' ' || c == '\t' || c == '\n' {
-			return series[:i]
-		}
-	}
-	return series
-}
+// Which metric families of a kubelet response the parser reads, and the byte classes of the text format. Lines of
+// every other family (a third of a kubelet response is pod-level series) are passed over by their name alone.
 
 // metric is how the parser reads a series of a metric: metricOther for every metric it does not read.
 type metric uint8
@@ -30,7 +18,7 @@ const (
 	metricContainerSwap
 )
 
-// metricOf is the one list of the metrics the parser reads, for sample and for skipOthers.
+// metricOf is the one list of the metrics the parser reads.
 func metricOf(name []byte) metric {
 	switch string(name) {
 	case "node_cpu_usage_seconds_total":
@@ -53,39 +41,35 @@ func metricOf(name []byte) metric {
 	return metricOther // pod_*, container_swap_limit_bytes and anything new
 }
 
-// skipOthers returns the end of the run of lines from pos that are series, HELP or TYPE lines of metrics sample
-// does not read (exporters write each family's lines together), or pos when the next line is one it reads. A line
-// it cannot tell (blank, another comment) ends the run too: textparse reads it.
-func skipOthers(body []byte, pos int) int {
-	var skipping []byte // the metric of the previous skipped series line: its next series skip without a lookup
-	for pos < len(body) {
-		line := body[pos:]
-		if nl := bytes.IndexByte(line, '\n'); nl >= 0 {
-			line = line[:nl+1]
-		}
-		if !seriesOf(line, skipping) {
-			var name []byte
-			switch {
-			case bytes.HasPrefix(line, []byte("# HELP ")), bytes.HasPrefix(line, []byte("# TYPE ")):
-				name = metricName(line[len("# HELP "):])
-			case line[0] != '#' && line[0] != ' ' && line[0] != '\n':
-				name = metricName(line)
-				skipping = name
-			}
-			if len(name) == 0 || metricOf(name) != metricOther {
-				return pos
-			}
-		}
-		pos += len(line)
-	}
-	return pos
-}
+// Byte classes, as textparse's lexer (promlex.l) has them.
+const (
+	cNameStart  uint8 = 1 << iota // [a-zA-Z_:]: starts a metric name
+	cName                         // [a-zA-Z0-9_:]
+	cLabelStart                   // [a-zA-Z_]: starts a label name
+	cLabel                        // [a-zA-Z0-9_]
+	cValue                        // a value's bytes: all but NUL, space, tab, newline and '{'
+	cPlain                        // quoted bytes needing no attention: all but NUL, newline, '"', '\\', non-ASCII
+)
 
-// seriesOf says whether line is a series of metric name.
-func seriesOf(line, name []byte) bool {
-	if len(name) == 0 || len(line) <= len(name) || !bytes.HasPrefix(line, name) {
-		return false
+var class = func() (t [256]uint8) {
+	for c := range 256 {
+		letter := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_'
+		digit := '0' <= c && c <= '9'
+		if letter || c == ':' {
+			t[c] |= cNameStart | cName
+		}
+		if digit {
+			t[c] |= cName | cLabel
+		}
+		if letter {
+			t[c] |= cLabelStart | cLabel
+		}
+		if c != 0 && c != ' ' && c != '\t' && c != '\n' && c != '{' {
+			t[c] |= cValue
+		}
+		if c != 0 && c != '\n' && c != '"' && c != '\\' && c < 0x80 {
+			t[c] |= cPlain
+		}
 	}
-	c := line[len(name)]
-	return c == '{' || c == ' ' || c == '\t'
-}
+	return t
+}()

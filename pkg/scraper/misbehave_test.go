@@ -142,7 +142,7 @@ func TestPanicLosesOnlyThatNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	u, _ := url.Parse(bad.URL)
-	s.client.http.Transport = panicky{host: u.Host, next: s.client.http.Transport}
+	s.client.rt = panicky{host: u.Host, next: s.client.rt}
 	panics0, _ := testutil.GetCounterMetricValue(requestsTotal.WithLabelValues(outcomePanic))
 	s.collect(context.Background())
 	s.collect(context.Background())

@@ -107,8 +107,9 @@ func TestParseMalformed(t *testing.T) {
 		node       bool
 		check      func(t *testing.T, s parseStats, b *storage.Batch)
 	}{{
-		name:       "garbage line in the middle loses only that line",
-		in:         node1 + ctr("a", "c", 1, 2) + "this is { not a metric\n" + ctr("b", "c", 3, 4),
+		name: "garbage line in the middle loses only that line",
+		in: node1 + ctr("a", "c", 1, 2) + `container_cpu_usage_seconds_total{container="c" { not a metric` + "\n" +
+			ctr("b", "c", 3, 4),
 		containers: []string{"a/c 1 2", "b/c 3 4"}, node: true,
 		check: func(t *testing.T, s parseStats, _ *storage.Batch) {
 			if s.BadLines != 1 || s.FirstError == nil {
@@ -116,8 +117,9 @@ func TestParseMalformed(t *testing.T) {
 			}
 		},
 	}, {
-		name:       "bad lines in a row and at the start",
-		in:         "{{{\n\n  garbage\n" + node1 + "x 1 2 3\ny{=} 1\n" + ctr("a", "c", 1, 2),
+		name: "bad lines in a row and at the start",
+		in: "{{{\n\n  <garbage>\n" + node1 + "node_cpu_usage_seconds_total 1 2 3\ncontainer_memory_working_set_bytes{=} 1\n" +
+			ctr("a", "c", 1, 2),
 		containers: []string{"a/c 1 2"}, node: true,
 		check: func(t *testing.T, s parseStats, _ *storage.Batch) {
 			if s.BadLines != 4 {
@@ -125,12 +127,24 @@ func TestParseMalformed(t *testing.T) {
 			}
 		},
 	}, {
-		name:       "NUL byte loses only its line",
-		in:         node1 + ctr("a", "c", 1, 2) + "x\x00y 1\n" + ctr("b", "c", 3, 4),
+		name: "NUL byte loses only its line",
+		in: node1 + ctr("a", "c", 1, 2) + "\x00x 1\n" +
+			"container_cpu_usage_seconds_total{container=\"c\x00\",namespace=\"ns\",pod=\"z\"} 1 1000\n" + ctr("b", "c", 3, 4),
 		containers: []string{"a/c 1 2", "b/c 3 4"}, node: true,
 		check: func(t *testing.T, s parseStats, _ *storage.Batch) {
-			if s.BadLines != 1 {
-				t.Errorf("want 1 bad line, got %+v", s)
+			if s.BadLines != 2 {
+				t.Errorf("want 2 bad lines, got %+v", s)
+			}
+		},
+	}, {
+		// Only the families read are read: a line of another is passed over by its name, whatever follows it.
+		name: "lines of families not read are not read",
+		in: node1 + "this is { not a metric\nx 1 2 3\npod_cpu_usage_seconds_total{garbage\n# TYPE pod_x bogus\n" +
+			ctr("a", "c", 1, 2),
+		containers: []string{"a/c 1 2"}, node: true,
+		check: func(t *testing.T, s parseStats, _ *storage.Batch) {
+			if s.problems() {
+				t.Errorf("want no losses, got %+v", s)
 			}
 		},
 	}, {
@@ -281,6 +295,13 @@ func TestParseReusesAndForgets(t *testing.T) {
 	p.parse([]byte(node1+ctr("b", "c", 5, 6)), time.Now(), "n", &b)
 	if len(b.Containers) != 1 || b.Containers[0].Pod != "b" || len(p.containers) != 1 {
 		t.Errorf("a gone container is still there: %d containers, %d interned", len(b.Containers), len(p.containers))
+	}
+	// Nothing of the body stays with the parser: the worker gives a buffer a large response grew back, and
+	// scratch space a freak line grew goes too.
+	long := `container_cpu_usage_seconds_total{container="c",namespace="ns",pod="` + strings.Repeat(`\"`, 4096) + `"} 1 1000` + "\n"
+	p.parse([]byte(node1+long), time.Now(), "n", &b)
+	if p.lastName != nil || cap(p.esc[1]) > maxScratch {
+		t.Errorf("the parser keeps a slice of the body (%q) or %d bytes of scratch space", p.lastName, cap(p.esc[1]))
 	}
 	// The caller's bytes are never changed, even for a truncated body.
 	trunc := []byte(node1 + "x")

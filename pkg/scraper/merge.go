@@ -1,0 +1,188 @@
+package scraper
+
+import (
+	"math"
+	"time"
+
+	"github.com/metrics-ring/metrics-ring/pkg/storage"
+)
+
+// How the series of one response become one storage.Batch: each container's series merged into one sample, the
+// first of repeated series kept, containers interned across responses of the same node.
+
+// What is present of a series in one response.
+const (
+	hasCPU uint8 = 1 << iota
+	hasMemory
+	hasStart
+	hasSwap // optional: Windows nodes and older kubelets report none
+)
+
+// container accumulates one container's series of one response. It lives across responses of the same node, so a
+// container that keeps reporting costs no allocation.
+type container struct {
+	namespace, pod, name string
+	cpu, memory, start   float64
+	swap                 float64
+	cpuTS                int64
+	has                  uint8
+	epoch                uint64 // the parse that last saw it
+	order                int32  // its index in the previous response's order (parser.prev), or -1
+}
+
+// sample merges one series of a metric the parser reads into the node or its container.
+func (p *parser) sample(s *series, ts int64, stats *parseStats) {
+	v := s.value
+	var bit uint8
+	switch s.metric {
+	case metricNodeCPU:
+		if p.nodeValue(hasCPU, &p.nodeCPU, v, stats) {
+			p.nodeTS = ts
+		}
+		return
+	case metricNodeMemory:
+		p.nodeValue(hasMemory, &p.nodeMemory, v, stats)
+		return
+	case metricNodeSwap:
+		p.nodeValue(hasSwap, &p.nodeSwap, v, stats)
+		return
+	case metricScrapeError:
+		stats.ScrapeError = stats.ScrapeError || v != 0
+		return
+	case metricContainerCPU:
+		bit = hasCPU
+	case metricContainerMemory:
+		bit = hasMemory
+	case metricContainerStart:
+		bit = hasStart
+	case metricContainerSwap:
+		bit = hasSwap
+	default:
+		return
+	}
+	if len(s.namespace) == 0 || len(s.pod) == 0 || len(s.container) == 0 {
+		stats.MissingLabels++
+		return
+	}
+	if s.metric != p.metric {
+		p.metric, p.cursor = s.metric, 0
+	}
+	c := p.lookup(s.namespace, s.pod, s.container)
+	if c.has&bit != 0 {
+		stats.Duplicates++
+		return
+	}
+	c.has |= bit
+	switch bit {
+	case hasCPU:
+		c.cpu, c.cpuTS = v, ts
+	case hasMemory:
+		c.memory = v
+	case hasStart:
+		c.start = v
+	case hasSwap:
+		c.swap = v
+	}
+}
+
+// nodeValue keeps the first value of a node series in a response; it reports false for a repeat.
+func (p *parser) nodeValue(bit uint8, into *float64, v float64, stats *parseStats) bool {
+	if p.nodeHas&bit != 0 {
+		stats.Duplicates++
+		return false
+	}
+	p.nodeHas |= bit
+	*into = v
+	return true
+}
+
+// lookup returns the container, interning it on first sight. The kubelet writes every metric's series in the same
+// order (sorted by labels), which changes only when containers come or go, so the container of a metric's i-th
+// series is most likely the previous response's i-th: comparing its three names is cheaper than hashing the key
+// (a third of the parser's time went to the map). Otherwise the map lookup by string(p.key) does not allocate
+// either, and resets the cursor after the container it found.
+func (p *parser) lookup(namespace, pod, name []byte) *container {
+	var c *container
+	if p.cursor < len(p.prev) {
+		if guess := p.prev[p.cursor]; guess.name == string(name) && guess.pod == string(pod) &&
+			guess.namespace == string(namespace) {
+			c = guess
+		}
+	}
+	if c == nil {
+		p.key = append(append(append(append(append(p.key[:0], namespace...), 0), pod...), 0), name...)
+		if c = p.containers[string(p.key)]; c == nil {
+			// One string holds the key and, as slices of it, the three names storage keeps: one allocation, not
+			// four.
+			key := string(p.key)
+			podAt, nameAt := len(namespace)+1, len(namespace)+1+len(pod)+1
+			c = &container{namespace: key[:len(namespace)], pod: key[podAt : podAt+len(pod)], name: key[nameAt:],
+				order: -1}
+			p.containers[key] = c
+		}
+		if c.order >= 0 {
+			p.cursor = int(c.order)
+		}
+	}
+	p.cursor++
+	if c.epoch != p.epoch {
+		c.epoch, c.has = p.epoch, 0
+		p.seen = append(p.seen, c)
+	}
+	return c
+}
+
+// finish writes the merged samples into b and forgets containers this response did not mention.
+func (p *parser) finish(node string, b *storage.Batch, stats *parseStats) {
+	b.Nodes, b.Containers = b.Nodes[:0], b.Containers[:0]
+	if p.nodeHas&(hasCPU|hasMemory) == hasCPU|hasMemory {
+		b.Nodes = append(b.Nodes, storage.NodeSample{Node: node, Sample: storage.Sample{
+			Timestamp: time.UnixMilli(p.nodeTS), CPU: p.nodeCPU, Memory: p.nodeMemory,
+			Swap: p.nodeSwap, HasSwap: p.nodeHas&hasSwap != 0,
+		}})
+	} else {
+		stats.NodeMissing = true
+	}
+	for _, c := range p.seen {
+		if c.has&(hasCPU|hasMemory) != hasCPU|hasMemory {
+			stats.Incomplete++
+			continue
+		}
+		var start time.Time
+		if c.has&hasStart != 0 {
+			var ok bool
+			if start, ok = secondsToTime(c.start); !ok {
+				stats.BadStartTime++
+			}
+		}
+		// The CPU timestamp is the sample's time: the rate storage computes divides by it.
+		b.Containers = append(b.Containers, storage.ContainerSample{
+			Namespace: c.namespace, Pod: c.pod, Container: c.name,
+			Sample: storage.Sample{Timestamp: time.UnixMilli(c.cpuTS), StartTime: start, CPU: c.cpu, Memory: c.memory,
+				Swap: c.swap, HasSwap: c.has&hasSwap != 0},
+		})
+	}
+	if len(p.containers) > len(p.seen) {
+		for k, c := range p.containers {
+			if c.epoch != p.epoch {
+				delete(p.containers, k)
+			}
+		}
+	}
+	// This response's order predicts the next one's.
+	p.prev, p.seen = p.seen, p.prev[:0]
+	for i, c := range p.prev {
+		c.order = int32(i)
+	}
+	p.metric, p.cursor = metricOther, 0
+}
+
+// secondsToTime converts a start time in (fractional) Unix seconds, exact to the nanosecond for whole seconds.
+func secondsToTime(v float64) (time.Time, bool) {
+	// 1e11 s is the year 5138: anything later is garbage, and would overflow int64 nanoseconds.
+	if math.IsNaN(v) || v <= 0 || v > 1e11 {
+		return time.Time{}, false
+	}
+	sec, frac := math.Modf(v)
+	return time.Unix(int64(sec), int64(math.Round(frac*1e9))), true
+}

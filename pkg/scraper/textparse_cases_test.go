@@ -1,0 +1,62 @@
+package scraper
+
+// textparseCases are lines (each seeded between a node's and a container's) at the edges of the format.
+var textparseCases = []string{
+	// What textparse accepts: blanks, tabs, missing commas, trailing commas, quoted names, escapes, UTF-8.
+	`  container_cpu_usage_seconds_total {container="c",namespace="ns",pod="p"}   1   1000   `,
+	"\tcontainer_cpu_usage_seconds_total\t{\tcontainer\t=\t\"c\"\t,namespace=\"ns\",pod=\"p\",\t}\t1\t1000\t",
+	`container_cpu_usage_seconds_total{container="c" namespace="ns" pod="p"} 1 1000`,
+	`container_cpu_usage_seconds_total{container="c",namespace="ns",pod="p\\q\"r\ns\t"} 1 1000`,
+	`container_cpu_usage_seconds_total{"container"="c","namespace"="ns","pod"="p"} 1 1000`,
+	`container_cpu_usage_seconds_total{"cont\ainer"="c",namespace="ns",pod="p"} 1 1000`,
+	`{"container_cpu_usage_seconds_total",container="c",namespace="ns",pod="p"} 1 1000`,
+	`{container="c","container_cpu_usage_seconds_total",namespace="ns",pod="p",} 1 1000`,
+	`{"node_cpu_usage_seconds_total"} 1`,
+	`{"node\_cpu_usage_seconds_total"} 1`,
+	`{"pod_cpu_usage_seconds_total",pod="p"} 1 1000`,
+	`container_cpu_usage_seconds_total{container="c",namespace="ns",pod="ü"} 1 1000`,
+	"container_cpu_usage_seconds_total{container=\"c\",namespace=\"ns\",pod=\"\xff\"} 1 1000",
+	`container_cpu_usage_seconds_total{container="",namespace="ns",pod="p"} 1 1000`,
+	`container_cpu_usage_seconds_total{namespace="ns",pod="p"} 1 1000`,
+	`container_cpu_usage_seconds_total{container="c",container="d",namespace="ns",pod="p"} 1`,
+	`container_cpu_usage_seconds_total{__name__="x",container="c",namespace="ns",pod="p"} 1`,
+	`{__name__="container_cpu_usage_seconds_total",container="c",namespace="ns",pod="p"} 1`,
+	`container_cpu_usage_seconds_total{"x",container="c"} 1`,
+	`{"a","b"} 1`, `{} 1`, `{"a"} `, `{,} 1`, `{a="b",,} 1`, `{a="b"`, `{a=b} 1`, `{0a="b"} 1`, `{a:b="c"} 1`,
+	// Values and timestamps.
+	`node_cpu_usage_seconds_total-1 2`, `node_cpu_usage_seconds_total+Inf`, `node_memory_working_set_bytes NaN`,
+	`node_memory_working_set_bytes nan`, `node_memory_working_set_bytes -Inf`, `node_memory_working_set_bytes infinity`,
+	`node_memory_working_set_bytes 1e400`, `node_memory_working_set_bytes 1e-400`, `node_memory_working_set_bytes 0x10`,
+	`node_memory_working_set_bytes 0x1p4`, `node_memory_working_set_bytes 1_000`, `node_memory_working_set_bytes 1.`,
+	`node_memory_working_set_bytes .5`, `node_memory_working_set_bytes -0`, `node_memory_working_set_bytes +0.0`,
+	`node_memory_working_set_bytes 000000000000000000012.5`, `node_memory_working_set_bytes 1234567890123456789`,
+	`node_memory_working_set_bytes 123456789012345.6`, `node_memory_working_set_bytes 0.000000000000001`,
+	`node_memory_working_set_bytes 1.7976931348623157e308`, `node_memory_working_set_bytes 4.9e-324`,
+	`node_memory_working_set_bytes 1 9223372036854775807`, `node_memory_working_set_bytes 1 9223372036854775808`,
+	`node_memory_working_set_bytes 1 00000000000000000000001`, `node_memory_working_set_bytes 1 -1`,
+	`node_memory_working_set_bytes 1 1.5`, `node_memory_working_set_bytes 1 2 3`, `node_memory_working_set_bytes 1}`,
+	`node_memory_working_set_bytes{} 1`, `node_memory_working_set_bytes{}{} 1`, `node_memory_working_set_bytes 1{`,
+	`node_memory_working_set_bytes`, `node_memory_working_set_bytes `, "node_memory_working_set_bytes 1 2\r",
+	`resource_scrape_error 1`, `resource_scrape_error{a="b"} 0`,
+	`container_start_time_seconds{container="c",namespace="ns",pod="a"} 1.5e+09`,
+	`container_start_time_seconds{container="c",namespace="ns",pod="a"} -1`,
+	// HELP and TYPE lines, and other comments.
+	`# HELP container_cpu_usage_seconds_total help`, `# TYPE container_cpu_usage_seconds_total counter`,
+	`# TYPE container_cpu_usage_seconds_total countr`, `# TYPE container_cpu_usage_seconds_total  counter`,
+	`# TYPE container_cpu_usage_seconds_total{counter`, `# TYPE container_cpu_usage_seconds_total`,
+	`# TYPE container_cpu_usage_seconds_total   `, "# HELP container_cpu_usage_seconds_total \xff",
+	`# HELP "container_cpu_usage_seconds_total" x`, `# TYPE "x" bogus`, `# TYPE pod_cpu_usage_seconds_total bogus`,
+	`#TYPE container_cpu_usage_seconds_total bogus`, `# TYPEX container_cpu_usage_seconds_total bogus`,
+	"#\t TYPE \tcontainer_cpu_usage_seconds_total\tgauge", `# HELP`, `# HELP 1x`, `# EOF`, `#`,
+	"# \x00", "#\x00", "# T\x00YPE container_cpu_usage_seconds_total bogus",
+	// OpenMetrics, should a kubelet answer with it: read as the text format, as textparse's PromParser reads it.
+	`# UNIT container_cpu_usage_seconds_total seconds`, `node_memory_working_set_bytes 1 1795262400.000`,
+	`container_cpu_usage_seconds_total{container="c",namespace="ns",pod="p"} 1 # {trace_id="x"} 1`,
+	// NUL bytes, raw newlines in quotes, lines no family starts.
+	"container_cpu_usage_seconds_total{container=\"c\x00\",namespace=\"ns\",pod=\"p\"} 1",
+	"\x00", "node_cpu_usage_seconds_total 1\x00", "node_cpu_usage_seconds_total\x00 1",
+	"container_cpu_usage_seconds_total{container=\"c\nd\",namespace=\"ns\",pod=\"p\"} 1",
+	"{\"container_cpu_usage_seconds_total\n\"} 1", `<html>`, `-1`, "\r", `=`,
+	// Lines of other families: passed over unread.
+	`pod_cpu_usage_seconds_total{garbage`, `x 1 2 3`, `this is { not a metric`, `container_cpu_usage_seconds_totalx 1`,
+}
