@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"path/filepath"
 )
 
 // MetricsServerModule is the upstream metrics-server the scale benchmark compares metrics-ring with.
@@ -26,22 +27,46 @@ func BuildMetricsServer(cacheDir, version string, out io.Writer) (string, error)
 }
 
 func buildMetricsServer(modDir, dst, version string, out io.Writer) error {
+	src, err := metricsServerSource(modDir, version)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "building metrics-server %s (first time: a few minutes)...\n", version)
+	// Built in its own module with its own go.sum: the versions it was released with, not ours.
+	return goBuild(src, dst, "./cmd/metrics-server", nil, out)
+}
+
+// MetricsServerManifests returns the folder of metrics-server's kustomize base at version (its Deployment, RBAC,
+// Service and APIService as released), from its module as the go command downloads it: the end-to-end suite
+// installs its RBAC and runs metrics-ring with its Deployment's flags, as an operator who changes only the image.
+func MetricsServerManifests(version string) (string, error) {
+	modDir, err := ModuleDir()
+	if err != nil {
+		return "", err
+	}
+	src, err := metricsServerSource(modDir, version)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(src, "manifests", "base"), nil
+}
+
+// metricsServerSource downloads metrics-server's module at version into the module cache and returns its folder.
+func metricsServerSource(modDir, version string) (string, error) {
 	cmd := exec.Command("go", "mod", "download", "-json", MetricsServerModule+"@"+version)
 	cmd.Dir = modDir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	raw, err := cmd.Output()
 	if err != nil {
-		return fmt.Errorf("go mod download %s@%s: %w: %s", MetricsServerModule, version, err, stderr.String())
+		return "", fmt.Errorf("go mod download %s@%s: %w: %s", MetricsServerModule, version, err, stderr.String())
 	}
 	var mod struct{ Dir, Error string }
 	if err := json.Unmarshal(raw, &mod); err != nil {
-		return fmt.Errorf("reading go mod download output: %w", err)
+		return "", fmt.Errorf("reading go mod download output: %w", err)
 	}
 	if mod.Error != "" || mod.Dir == "" {
-		return fmt.Errorf("go mod download %s@%s: %s", MetricsServerModule, version, mod.Error)
+		return "", fmt.Errorf("go mod download %s@%s: %s", MetricsServerModule, version, mod.Error)
 	}
-	fmt.Fprintf(out, "building metrics-server %s (first time: a few minutes)...\n", version)
-	// Built in its own module with its own go.sum: the versions it was released with, not ours.
-	return goBuild(mod.Dir, dst, "./cmd/metrics-server", nil, out)
+	return mod.Dir, nil
 }

@@ -58,7 +58,7 @@ var env struct {
 func TestMain(m *testing.M) {
 	os.Exit(framework.RunSuite(m, framework.SuiteConfig{
 		Name:    "e2e/deploy",
-		Timeout: 10 * time.Minute,
+		Timeout: 15 * time.Minute,
 		Sim:     kubeletsim.Config{Nodes: 3, PodsPerNode: 3, ContainersPerPod: 2, Namespaces: 2, Host: "127.0.0.1"},
 		Setup:   setup,
 	}))
