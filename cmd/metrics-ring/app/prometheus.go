@@ -49,13 +49,6 @@ func (o *PrometheusOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.QueryTimeout, "prometheus-query-timeout", o.QueryTimeout, "Timeout of each query, also sent as Prometheus' own timeout parameter (default 10s, or 90% of a shorter --metric-resolution).")
 }
 
-// complete fits the query timeout inside a short resolution unless it was given, as for kubelets.
-func (o *PrometheusOptions) complete(resolution time.Duration, changed func(string) bool) {
-	if limit := resolution * 9 / 10; !changed("prometheus-query-timeout") && limit > 0 && o.QueryTimeout > limit {
-		o.QueryTimeout = limit
-	}
-}
-
 // validate checks the flags that are needed with --source=prometheus.
 func (o *PrometheusOptions) validate() []error {
 	var errs []error
