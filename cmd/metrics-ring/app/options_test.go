@@ -174,6 +174,8 @@ func TestFlags(t *testing.T) {
 			}},
 		{name: "prometheus response cap must be positive", args: []string{"--source=prometheus", "--prometheus-url=http://127.0.0.1:9090",
 			"--prometheus-max-response-bytes=0"}, wantErr: "--prometheus-max-response-bytes=0 must be positive"},
+		{name: "prometheus verb is checked with the flags", args: []string{"--source=prometheus", "--prometheus-url=http://127.0.0.1:9090",
+			"--prometheus-verb=DELETE"}, wantErr: `--prometheus-verb "DELETE": want GET or POST`},
 		{name: "unknown source", args: []string{"--source=statsd"}, wantErr: `--source="statsd" is unknown`},
 		{name: "history too short", args: []string{"--history=1"}, wantErr: "--history=1"},
 		{name: "sub-second resolution", args: []string{"--metric-resolution=500ms"}, wantErr: "at least 1s"},
