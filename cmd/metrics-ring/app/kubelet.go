@@ -57,12 +57,7 @@ func (o *KubeletOptions) AddFlags(fs *pflag.FlagSet) {
 // Validate reports invalid kubelet flags. The scraper's Options own the checks and their messages (metrics-server's),
 // so the flags are checked as the options they make.
 func (o *KubeletOptions) Validate() []error {
-	so, err := o.scraperOptions()
-	errs := so.Validate()
-	if err != nil {
-		errs = append(errs, err)
-	}
-	return errs
+	return validateAs(o.scraperOptions())
 }
 
 // ScraperOptions maps the flags onto the scraper's options.

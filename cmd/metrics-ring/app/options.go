@@ -151,6 +151,16 @@ func (o *Options) Validate() []error {
 	return errs
 }
 
+// validateAs checks flags as the options they make: a source's options own their checks and messages. mapErr is
+// a flag that did not parse into them.
+func validateAs[T interface{ Validate() []error }](opts T, mapErr error) []error {
+	errs := opts.Validate()
+	if mapErr != nil {
+		errs = append(errs, mapErr)
+	}
+	return errs
+}
+
 // restConfig is the client config for the informers and, by default, the kubelets.
 func (o *Options) restConfig() (*rest.Config, error) {
 	var cfg *rest.Config

@@ -50,12 +50,7 @@ func (o *PrometheusOptions) AddFlags(fs *pflag.FlagSet) {
 // validate checks the flags that are needed with --source=prometheus. The adapter's ClientOptions own the checks
 // and their messages, so the flags are checked as the options they make.
 func (o *PrometheusOptions) validate() []error {
-	ao, err := o.adapterOptions(0)
-	errs := ao.Validate()
-	if err != nil {
-		errs = append(errs, err)
-	}
-	return errs
+	return validateAs(o.adapterOptions(0))
 }
 
 func (o *PrometheusOptions) headers() (map[string]string, error) {
