@@ -29,7 +29,8 @@ type ClientOptions struct {
 	Headers map[string]string
 	// Method is GET or POST (default GET). POST keeps long queries out of URLs and access logs.
 	Method string
-	// Timeout bounds each query, and is sent as Prometheus' own timeout parameter so it stops evaluating too.
+	// Timeout bounds each query (default 10s), and is sent as Prometheus' own timeout parameter so it stops
+	// evaluating too.
 	Timeout time.Duration
 	// MaxResponseBytes caps each query's response (default DefaultMaxResponseBytes); a larger one is an error.
 	MaxResponseBytes int64
@@ -44,27 +45,58 @@ type client struct {
 	maxBytes int64
 }
 
-func newClient(o ClientOptions) (*client, error) {
-	u, err := url.Parse(o.URL)
-	if err != nil || u.Scheme == "" || u.Host == "" {
-		return nil, fmt.Errorf("--prometheus-url %q: want an absolute http(s) URL", o.URL)
+// Defaults of the Prometheus client's flags; DefaultClientOptions gathers them.
+const (
+	DefaultMethod  = http.MethodGet
+	DefaultTimeout = 10 * time.Second
+)
+
+// DefaultClientOptions are the defaults of every setting that has one; newClient fills zero values from it.
+func DefaultClientOptions() ClientOptions {
+	return ClientOptions{Method: DefaultMethod, Timeout: DefaultTimeout, MaxResponseBytes: DefaultMaxResponseBytes}
+}
+
+// Validate reports every reason o cannot configure the client. It is the one place these settings are checked: cmd
+// checks its flags by validating the ClientOptions they make, so the messages name the flags. Zero values are
+// checked as they are (newClient fills in the defaults first), except an empty Method, which is GET.
+func (o ClientOptions) Validate() []error {
+	var errs []error
+	if o.URL == "" {
+		errs = append(errs, errors.New("--source=prometheus needs --prometheus-url"))
+	} else if u, err := url.Parse(o.URL); err != nil || u.Scheme == "" || u.Host == "" {
+		errs = append(errs, fmt.Errorf("--prometheus-url %q: want an absolute http(s) URL", o.URL))
 	}
-	method := strings.ToUpper(o.Method)
-	if method == "" {
-		method = http.MethodGet
+	if m := strings.ToUpper(o.Method); m != "" && m != http.MethodGet && m != http.MethodPost {
+		errs = append(errs, fmt.Errorf("--prometheus-verb %q: want GET or POST", o.Method))
 	}
-	if method != http.MethodGet && method != http.MethodPost {
-		return nil, fmt.Errorf("--prometheus-verb %q: want GET or POST", o.Method)
+	if (o.CertFile == "") != (o.KeyFile == "") {
+		errs = append(errs, errors.New("--prometheus-client-tls-cert-file and --prometheus-client-tls-key-file go together"))
 	}
 	if o.Timeout <= 0 {
-		return nil, fmt.Errorf("Prometheus query timeout %s: must be positive", o.Timeout)
+		errs = append(errs, fmt.Errorf("--prometheus-query-timeout=%v must be positive", o.Timeout))
 	}
-	if o.MaxResponseBytes < 0 {
-		return nil, fmt.Errorf("--prometheus-max-response-bytes=%d: must not be negative", o.MaxResponseBytes)
+	if o.MaxResponseBytes <= 0 {
+		errs = append(errs, fmt.Errorf("--prometheus-max-response-bytes=%d must be positive", o.MaxResponseBytes))
+	}
+	return errs
+}
+
+func newClient(o ClientOptions) (*client, error) {
+	d := DefaultClientOptions()
+	if o.Method == "" {
+		o.Method = d.Method
+	}
+	if o.Timeout == 0 {
+		o.Timeout = d.Timeout
 	}
 	if o.MaxResponseBytes == 0 {
-		o.MaxResponseBytes = DefaultMaxResponseBytes
+		o.MaxResponseBytes = d.MaxResponseBytes
 	}
+	if err := errors.Join(o.Validate()...); err != nil {
+		return nil, err
+	}
+	u, _ := url.Parse(o.URL) // checked by Validate
+	method := strings.ToUpper(o.Method)
 	cfg := pconfig.HTTPClientConfig{
 		TLSConfig: pconfig.TLSConfig{CAFile: o.CAFile, CertFile: o.CertFile, KeyFile: o.KeyFile,
 			InsecureSkipVerify: o.InsecureSkipVerify},

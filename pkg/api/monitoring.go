@@ -18,7 +18,7 @@ var metricFreshness = metrics.NewHistogram(&metrics.HistogramOpts{
 	Namespace:      "metrics_ring",
 	Subsystem:      "api",
 	Name:           "metric_freshness_seconds",
-	Help:           "Age of the metrics served: request time minus the sample timestamp. A list shared by the requests of one collection is observed once, when it is built.",
+	Help:           "Age of the node and pod metrics served to readers: request time minus the sample timestamp, so it includes the time since the collection was published. A list shared by the requests of one collection is observed once, when it is built. Collection's own lag is metrics_ring_storage_freshness_seconds.",
 	Buckets:        metrics.ExponentialBuckets(1, 1.364, 20),
 	StabilityLevel: metrics.ALPHA,
 })

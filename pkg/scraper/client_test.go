@@ -128,7 +128,10 @@ func TestNewValidates(t *testing.T) {
 	}{
 		{"CA and insecure", Options{CAFile: "x", InsecureTLS: true}, "--kubelet-insecure-tls"},
 		{"cert without key", Options{ClientCertFile: "x"}, "need both"},
-		{"negative timeout", Options{Timeout: -1}, "negative"},
+		{"negative timeout", Options{Timeout: -1}, "kubelet-request-timeout should be positive"},
+		{"negative concurrency", Options{Concurrency: -1}, "concurrency -1"},
+		{"plain http with a CA", Options{Scheme: "http", CAFile: "x"},
+			"cannot use both --kubelet-certificate-authority and --deprecated-kubelet-completely-insecure"},
 		{"bad port", Options{Port: 70000}, "out of range"},
 		{"bad scheme", Options{Scheme: "ftp"}, "ftp"},
 		{"missing CA file", Options{CAFile: "/nonexistent/ca.crt"}, "ca.crt"},

@@ -5,8 +5,6 @@ import (
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
-
-	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
 // Request outcomes of metrics_ring_kubelet_requests_total.
@@ -35,12 +33,13 @@ var (
 		Help:           "Scrapes of kubelets by outcome (success, timeout, error, panic).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"outcome"})
+	// Only what the parser loses: samples storage rejects (invalid, zero, invalid swap, foreign) are counted once,
+	// by storage, in metrics_ring_storage_samples_rejected_total.
 	invalidSamples = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "metrics_ring", Subsystem: "kubelet", Name: "invalid_samples_total",
-		Help: "Samples or lines from kubelets that are not served, by reason: parse_error, truncated, duplicate, " +
-			"missing_labels, incomplete_container, incomplete_node, invalid_start_time (served with an unknown " +
-			"start), and storage's rejections invalid (NaN, infinite, negative), zero and invalid_swap (served " +
-			"without swap).",
+		Help: "Lines and samples of kubelet responses lost before storage, by reason: parse_error, truncated, " +
+			"duplicate, missing_labels, incomplete_container, incomplete_node, invalid_start_time (served with an " +
+			"unknown start). Values storage rejects are in metrics_ring_storage_samples_rejected_total.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
 	// nodeUp is the only per-node series; it is deleted when the node leaves the lister (DESIGN.md section 2).
@@ -61,8 +60,8 @@ func RegisterMetrics() {
 	})
 }
 
-// countInvalid adds a response's losses to invalid_samples_total.
-func countInvalid(s *parseStats, rej storage.Rejection) {
+// countInvalid adds what a response lost in parsing to invalid_samples_total.
+func countInvalid(s *parseStats) {
 	add := func(reason string, n int) {
 		if n > 0 {
 			invalidSamples.WithLabelValues(reason).Add(float64(n))
@@ -75,9 +74,6 @@ func countInvalid(s *parseStats, rej storage.Rejection) {
 	add("incomplete_container", s.Incomplete)
 	add("incomplete_node", b2i(s.NodeMissing))
 	add("invalid_start_time", s.BadStartTime)
-	add("invalid", rej.Invalid)
-	add("zero", rej.Zero)
-	add("invalid_swap", rej.InvalidSwap) // CPU and memory of these samples are served
 }
 
 func b2i(b bool) int {

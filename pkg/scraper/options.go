@@ -3,16 +3,19 @@ package scraper
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
+
+	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
-// Defaults applied by New to zero-valued Options, following metrics-server's manifests (DESIGN.md section 2).
+// Defaults of the kubelet flags, following metrics-server's manifests (DESIGN.md section 2). DefaultOptions gathers
+// them; New fills in zero-valued Options from it.
 const (
-	DefaultResolution       = 15 * time.Second
 	DefaultTimeout          = 10 * time.Second
 	DefaultConcurrency      = 50
 	DefaultMaxResponseBytes = 10 << 20
@@ -23,16 +26,16 @@ const (
 // DefaultAddressTypes is the default --kubelet-preferred-address-types.
 var DefaultAddressTypes = []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeExternalIP, corev1.NodeHostName}
 
-// Options configure a Scraper. Zero values take the defaults above.
+// Options configure a Scraper. Zero values take the defaults of DefaultOptions (Compression's zero is off).
 type Options struct {
-	Resolution            time.Duration            // --metric-resolution (default 15s; 1s must work)
+	Resolution            time.Duration            // --metric-resolution (default storage.DefaultResolution; 1s must work)
 	Timeout               time.Duration            // --kubelet-request-timeout (default 10s); per request
 	Concurrency           int                      // concurrent scrapes at least (default 50); more for large clusters (pace.go)
 	MaxResponseBytes      int64                    // response-size cap (default 10 MiB)
 	PreferredAddressTypes []corev1.NodeAddressType // default InternalIP,ExternalIP,Hostname
 	Port                  int                      // --kubelet-port (default 10250)
 	UseNodeStatusPort     bool                     // --kubelet-use-node-status-port
-	Scheme                string                   // "https" (default) or "http" (no TLS, no credentials)
+	Scheme                string                   // "https" (default) or "http" (--deprecated-kubelet-completely-insecure)
 	InsecureTLS           bool                     // --kubelet-insecure-tls
 	CAFile                string                   // --kubelet-certificate-authority
 	ClientCertFile        string                   // --kubelet-client-certificate
@@ -41,42 +44,58 @@ type Options struct {
 	// for kubelets when the fields above do not set them, as metrics-server does.
 	RESTConfig   *rest.Config
 	NodeSelector labels.Selector // --node-selector (nil = every node)
-	// Compression asks kubelets for gzip (--kubelet-compression, on by default as in metrics-server). Off,
+	// Compression asks kubelets for gzip (--kubelet-compression, on in DefaultOptions as in metrics-server). Off,
 	// responses come uncompressed: about 13x the bytes of a ~3 KB gzip body on a 30-pod node, and every kept-alive
 	// connection then holds full-size TLS and HTTP/2 read buffers (about 36 KB more per node), for no gzip CPU.
 	Compression bool
 }
 
-// complete returns o with defaults filled in, or the reasons it is unusable.
+// DefaultOptions are the defaults of every setting, the kubelet flags' defaults among them.
+func DefaultOptions() Options {
+	return Options{
+		Resolution:            storage.DefaultResolution,
+		Timeout:               DefaultTimeout,
+		Concurrency:           DefaultConcurrency,
+		MaxResponseBytes:      DefaultMaxResponseBytes,
+		PreferredAddressTypes: slices.Clone(DefaultAddressTypes),
+		Port:                  DefaultPort,
+		Scheme:                DefaultScheme,
+		NodeSelector:          labels.Everything(),
+		Compression:           true,
+	}
+}
+
+// complete returns o with its zero values replaced by the defaults, or the reasons it is unusable.
 func (o Options) complete() (Options, error) {
-	var errs []error
-	if o.Resolution < 0 || o.Timeout < 0 || o.Concurrency < 0 || o.MaxResponseBytes < 0 {
-		errs = append(errs, fmt.Errorf("negative setting: resolution %v, timeout %v, concurrency %d, max response bytes %d",
-			o.Resolution, o.Timeout, o.Concurrency, o.MaxResponseBytes))
-	}
-	if o.Resolution == 0 {
-		o.Resolution = DefaultResolution
-	}
-	if o.Timeout == 0 {
-		o.Timeout = DefaultTimeout
-	}
-	if o.Concurrency == 0 {
-		o.Concurrency = DefaultConcurrency
-	}
-	if o.MaxResponseBytes == 0 {
-		o.MaxResponseBytes = DefaultMaxResponseBytes
-	}
+	d := DefaultOptions()
+	orDefault(&o.Resolution, d.Resolution)
+	orDefault(&o.Timeout, d.Timeout)
+	orDefault(&o.Concurrency, d.Concurrency)
+	orDefault(&o.MaxResponseBytes, d.MaxResponseBytes)
+	orDefault(&o.Port, d.Port)
+	orDefault(&o.Scheme, d.Scheme)
+	orDefault(&o.NodeSelector, d.NodeSelector)
 	if len(o.PreferredAddressTypes) == 0 {
-		o.PreferredAddressTypes = DefaultAddressTypes
+		o.PreferredAddressTypes = d.PreferredAddressTypes
 	}
-	if o.Port == 0 {
-		o.Port = DefaultPort
+	return o, errors.Join(o.Validate()...)
+}
+
+func orDefault[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
 	}
-	if o.Port < 0 || o.Port > 65535 {
-		errs = append(errs, fmt.Errorf("kubelet port %d is out of range 1-65535", o.Port))
-	}
-	if o.Scheme == "" {
-		o.Scheme = DefaultScheme
+}
+
+// Validate reports every reason o cannot configure a scraper. It is the one place the kubelet settings are checked:
+// cmd checks its flags by validating the Options they make, so the messages name the flags, in metrics-server's
+// words where metrics-server has the check. Zero values are checked as they are (New fills in the defaults first).
+func (o Options) Validate() []error {
+	var errs []error
+	if o.Resolution <= 0 || o.Concurrency <= 0 || o.MaxResponseBytes <= 0 {
+		errs = append(errs, fmt.Errorf("scraper settings must be positive: resolution %v, concurrency %d, max response bytes %d",
+			o.Resolution, o.Concurrency, o.MaxResponseBytes))
 	}
 	if o.Scheme != "https" && o.Scheme != "http" {
 		errs = append(errs, fmt.Errorf("kubelet scheme %q is neither https nor http", o.Scheme))
@@ -84,13 +103,32 @@ func (o Options) complete() (Options, error) {
 	if o.CAFile != "" && o.InsecureTLS {
 		errs = append(errs, errors.New("cannot use both --kubelet-certificate-authority and --kubelet-insecure-tls"))
 	}
-	if (o.ClientCertFile != "") != (o.ClientKeyFile != "") {
+	if (o.ClientKeyFile != "") != (o.ClientCertFile != "") {
 		errs = append(errs, errors.New("need both --kubelet-client-key and --kubelet-client-certificate"))
 	}
-	if o.NodeSelector == nil {
-		o.NodeSelector = labels.Everything()
+	if o.Scheme == "http" {
+		// Plain HTTP sends no credentials and verifies nothing: a setting for TLS would be silently ignored.
+		for _, c := range []struct {
+			flag string
+			set  bool
+		}{
+			{"--kubelet-client-key", o.ClientKeyFile != ""},
+			{"--kubelet-client-certificate", o.ClientCertFile != ""},
+			{"--kubelet-insecure-tls", o.InsecureTLS},
+			{"--kubelet-certificate-authority", o.CAFile != ""},
+		} {
+			if c.set {
+				errs = append(errs, fmt.Errorf("cannot use both %s and --deprecated-kubelet-completely-insecure", c.flag))
+			}
+		}
 	}
-	return o, errors.Join(errs...)
+	if o.Timeout <= 0 {
+		errs = append(errs, errors.New("kubelet-request-timeout should be positive"))
+	}
+	if o.Port <= 0 || o.Port > 65535 {
+		errs = append(errs, fmt.Errorf("kubelet-port %d is out of range 1-65535", o.Port))
+	}
+	return errs
 }
 
 // restConfig is the client config used for kubelets: the process' config with the kubelet flags applied on top,

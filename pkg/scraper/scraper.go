@@ -251,7 +251,7 @@ func (s *Scraper) store1(node, url string, w *worker, st *nodeState, stats *pars
 	}
 	b.Key, b.CPU, b.Window = node, storage.CPUCumulative, 0
 	rej := s.store.Store(b)
-	countInvalid(stats, rej)
+	countInvalid(stats)
 	ref := klog.KRef("", node)
 	switch {
 	case rej.Total() > 0 && !st.rejecting:

@@ -248,14 +248,15 @@ func TestCycleOutcomes(t *testing.T) {
 	}
 }
 
+// Storage counts the samples it rejects (metrics_ring_storage_samples_rejected_total); the scraper only logs them.
 func TestRejectionsCounted(t *testing.T) {
 	store := newFakeStore()
 	store.reject.Invalid, store.reject.Zero, store.reject.Example = 2, 1, "ns/pod/c: NaN"
 	counter := invalidSamples.WithLabelValues("invalid")
 	before, _ := testutil.GetCounterMetricValue(counter)
 	cycle(t, Options{InsecureTLS: true}, store, nodeFor(t, "rej", kubelet(t, nil)))
-	if after, _ := testutil.GetCounterMetricValue(counter); after != before+2 {
-		t.Errorf("invalid samples counted %v -> %v, want +2", before, after)
+	if after, _ := testutil.GetCounterMetricValue(counter); after != before {
+		t.Errorf("storage's rejections counted again by the scraper: %v -> %v (storage counts them)", before, after)
 	}
 }
 

@@ -33,7 +33,7 @@ var (
 		Namespace:      "metrics_ring",
 		Subsystem:      "storage",
 		Name:           "freshness_seconds",
-		Help:           "Age of each node's newest sample when it became servable (source sample time to publication).",
+		Help:           "Age of each servable node's newest sample at each collection's publication (the source's sample time to publication; nodes only): how far collection lags behind the nodes, read or not. What readers get is metrics_ring_api_metric_freshness_seconds.",
 		Buckets:        []float64{0.25, 0.5, 1, 2, 5, 10, 15, 30, 60, 120},
 		StabilityLevel: metrics.ALPHA,
 	})

@@ -15,6 +15,10 @@ const (
 	DefaultResolution = 15 * time.Second
 )
 
+// DefaultWindow and DefaultStaleAfter are --window's and --stale-after's defaults for a resolution.
+func DefaultWindow(resolution time.Duration) time.Duration     { return resolution }
+func DefaultStaleAfter(resolution time.Duration) time.Duration { return 3 * resolution }
+
 // Options configure a Storage. Zero values take the defaults of DESIGN.md section 2.
 type Options struct {
 	// Source names the source in health and errors ("kubelet", "prometheus").
@@ -48,10 +52,10 @@ func (o Options) withDefaults() Options {
 		o.Resolution = DefaultResolution
 	}
 	if o.Window <= 0 {
-		o.Window = o.Resolution
+		o.Window = DefaultWindow(o.Resolution)
 	}
 	if o.StaleAfter <= 0 {
-		o.StaleAfter = 3 * o.Resolution
+		o.StaleAfter = DefaultStaleAfter(o.Resolution)
 	}
 	if o.Now == nil {
 		o.Now = time.Now

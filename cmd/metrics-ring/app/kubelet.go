@@ -1,7 +1,6 @@
 package app
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -30,10 +29,11 @@ type KubeletOptions struct {
 	Compression bool
 }
 
-// NewKubeletOptions returns the defaults.
+// NewKubeletOptions returns the defaults, the scraper's.
 func NewKubeletOptions() *KubeletOptions {
-	o := &KubeletOptions{Port: scraper.DefaultPort, RequestTimeout: scraper.DefaultTimeout, Compression: true}
-	for _, t := range scraper.DefaultAddressTypes {
+	d := scraper.DefaultOptions()
+	o := &KubeletOptions{Port: d.Port, RequestTimeout: d.Timeout, Compression: d.Compression}
+	for _, t := range d.PreferredAddressTypes {
 		o.PreferredAddressTypes = append(o.PreferredAddressTypes, string(t))
 	}
 	return o
@@ -54,75 +54,41 @@ func (o *KubeletOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.DeprecatedCompletelyInsecure, "deprecated-kubelet-completely-insecure", o.DeprecatedCompletelyInsecure, "DEPRECATED: Do not use any encryption, authorization, or authentication when communicating with the Kubelet. This is rarely the right option, since it leaves kubelet communication completely insecure.  If you encounter auth errors, make sure you've enabled token webhook auth on the Kubelet, and if you're in a test cluster with self-signed Kubelet certificates, consider using kubelet-insecure-tls instead.")
 }
 
-// Validate reports conflicting kubelet flags, with metrics-server's messages.
+// Validate reports invalid kubelet flags. The scraper's Options own the checks and their messages (metrics-server's),
+// so the flags are checked as the options they make.
 func (o *KubeletOptions) Validate() []error {
-	var errs []error
-	if o.CAFile != "" && o.InsecureTLS {
-		errs = append(errs, errors.New("cannot use both --kubelet-certificate-authority and --kubelet-insecure-tls"))
-	}
-	if (o.ClientKeyFile != "") != (o.ClientCertFile != "") {
-		errs = append(errs, errors.New("need both --kubelet-client-key and --kubelet-client-certificate"))
-	}
-	if o.DeprecatedCompletelyInsecure {
-		for _, c := range []struct {
-			flag string
-			set  bool
-		}{
-			{"--kubelet-client-key", o.ClientKeyFile != ""},
-			{"--kubelet-client-certificate", o.ClientCertFile != ""},
-			{"--kubelet-insecure-tls", o.InsecureTLS},
-			{"--kubelet-certificate-authority", o.CAFile != ""},
-		} {
-			if c.set {
-				errs = append(errs, fmt.Errorf("cannot use both %s and --deprecated-kubelet-completely-insecure", c.flag))
-			}
-		}
-	}
-	if o.RequestTimeout <= 0 {
-		errs = append(errs, errors.New("kubelet-request-timeout should be positive"))
-	}
-	if o.Port <= 0 || o.Port > 65535 {
-		errs = append(errs, fmt.Errorf("kubelet-port %d is out of range 1-65535", o.Port))
-	}
-	if _, err := o.selector(); err != nil {
-		errs = append(errs, err)
-	}
-	return errs
-}
-
-func (o *KubeletOptions) selector() (labels.Selector, error) {
-	sel, err := labels.Parse(o.NodeSelector)
-	if err != nil {
-		return nil, fmt.Errorf("invalid --node-selector %q: %w", o.NodeSelector, err)
-	}
-	return sel, nil
+	return validateAs(o.scraperOptions())
 }
 
 // ScraperOptions maps the flags onto the scraper's options.
 func (o *KubeletOptions) ScraperOptions(resolution time.Duration, restConfig *rest.Config) (scraper.Options, error) {
-	sel, err := o.selector()
-	if err != nil {
-		return scraper.Options{}, err
-	}
-	so := scraper.Options{
-		Resolution:        resolution,
-		Timeout:           o.RequestTimeout,
-		Port:              o.Port,
-		UseNodeStatusPort: o.UseNodeStatusPort,
-		Scheme:            "https",
-		InsecureTLS:       o.InsecureTLS,
-		CAFile:            o.CAFile,
-		ClientCertFile:    o.ClientCertFile,
-		ClientKeyFile:     o.ClientKeyFile,
-		RESTConfig:        restConfig,
-		NodeSelector:      sel,
-		Compression:       o.Compression,
-	}
+	so, err := o.scraperOptions()
+	so.Resolution, so.RESTConfig = resolution, restConfig
+	return so, err
+}
+
+// scraperOptions maps every kubelet flag onto the scraper's defaults; the error is an invalid --node-selector.
+func (o *KubeletOptions) scraperOptions() (scraper.Options, error) {
+	so := scraper.DefaultOptions()
+	so.Timeout = o.RequestTimeout
+	so.Port = o.Port
+	so.UseNodeStatusPort = o.UseNodeStatusPort
+	so.InsecureTLS = o.InsecureTLS
+	so.CAFile = o.CAFile
+	so.ClientCertFile = o.ClientCertFile
+	so.ClientKeyFile = o.ClientKeyFile
+	so.Compression = o.Compression
 	if o.DeprecatedCompletelyInsecure {
 		so.Scheme = "http"
 	}
+	so.PreferredAddressTypes = nil
 	for _, t := range o.PreferredAddressTypes {
 		so.PreferredAddressTypes = append(so.PreferredAddressTypes, corev1.NodeAddressType(t))
 	}
+	sel, err := labels.Parse(o.NodeSelector)
+	if err != nil {
+		return so, fmt.Errorf("invalid --node-selector %q: %w", o.NodeSelector, err)
+	}
+	so.NodeSelector = sel
 	return so, nil
 }

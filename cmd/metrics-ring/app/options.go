@@ -16,7 +16,7 @@ import (
 	"k8s.io/component-base/metrics"
 
 	"github.com/metrics-ring/metrics-ring/pkg/api"
-	"github.com/metrics-ring/metrics-ring/pkg/scraper"
+	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
 // Source names accepted by --source.
@@ -54,9 +54,9 @@ func NewOptions() *Options {
 		Prometheus:        NewPrometheusOptions(),
 		Logging:           logs.NewOptions(),
 		Metrics:           metrics.NewOptions(),
-		MetricResolution:  scraper.DefaultResolution,
+		MetricResolution:  storage.DefaultResolution,
 		Source:            SourceKubelet,
-		History:           16,
+		History:           storage.DefaultHistory,
 		MaxWatches:        api.DefaultMaxWatches,
 		MaxWatchesPerUser: api.DefaultMaxWatchesPerUser,
 	}
@@ -90,16 +90,24 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 // Complete fills in defaults that depend on other flags. changed reports whether a flag was given.
 func (o *Options) Complete(changed func(name string) bool) {
 	if o.Window == 0 {
-		o.Window = o.MetricResolution
+		o.Window = storage.DefaultWindow(o.MetricResolution)
 	}
 	if o.StaleAfter == 0 {
-		o.StaleAfter = 3 * o.MetricResolution
+		o.StaleAfter = storage.DefaultStaleAfter(o.MetricResolution)
 	}
-	// metrics-server requires the request timeout (default 10s) below 90% of the resolution; a short resolution
-	// given without a timeout gets a fitting timeout instead of an error, so --metric-resolution=1s just works.
-	o.Prometheus.complete(o.MetricResolution, changed)
-	if limit := o.MetricResolution * 9 / 10; !changed("kubelet-request-timeout") && limit > 0 && o.Kubelet.RequestTimeout > limit {
-		o.Kubelet.RequestTimeout = limit
+	fitTimeout(&o.Kubelet.RequestTimeout, o.MetricResolution, changed("kubelet-request-timeout"))
+	fitTimeout(&o.Prometheus.QueryTimeout, o.MetricResolution, changed("prometheus-query-timeout"))
+}
+
+// maxTimeout is the longest request timeout a resolution allows: metrics-server requires the kubelet request
+// timeout below 90% of the resolution, and the Prometheus source follows the same rule.
+func maxTimeout(resolution time.Duration) time.Duration { return resolution * 9 / 10 }
+
+// fitTimeout shortens a default timeout to fit a short resolution, so --metric-resolution=1s just works; a timeout
+// that was given is left as it is, for Validate to judge.
+func fitTimeout(timeout *time.Duration, resolution time.Duration, given bool) {
+	if limit := maxTimeout(resolution); !given && limit > 0 && *timeout > limit {
+		*timeout = limit
 	}
 }
 
@@ -116,7 +124,7 @@ func (o *Options) Validate() []error {
 	if o.MetricResolution < time.Second {
 		errs = append(errs, fmt.Errorf("metric-resolution should be a time duration at least 1s, but value %v provided", o.MetricResolution))
 	}
-	if o.MetricResolution*9/10 < o.Kubelet.RequestTimeout {
+	if maxTimeout(o.MetricResolution) < o.Kubelet.RequestTimeout {
 		errs = append(errs, fmt.Errorf("metric-resolution should be larger than kubelet-request-timeout, but metric-resolution value %v kubelet-request-timeout value %v provided", o.MetricResolution, o.Kubelet.RequestTimeout))
 	}
 	if o.History < 2 {
@@ -140,6 +148,16 @@ func (o *Options) Validate() []error {
 		errs = append(errs, fieldErrs.ToAggregate())
 	}
 	errs = append(errs, o.Server.Validate()...)
+	return errs
+}
+
+// validateAs checks flags as the options they make: a source's options own their checks and messages. mapErr is
+// a flag that did not parse into them.
+func validateAs[T interface{ Validate() []error }](opts T, mapErr error) []error {
+	errs := opts.Validate()
+	if mapErr != nil {
+		errs = append(errs, mapErr)
+	}
 	return errs
 }
 

@@ -174,6 +174,8 @@ func TestFlags(t *testing.T) {
 			}},
 		{name: "prometheus response cap must be positive", args: []string{"--source=prometheus", "--prometheus-url=http://127.0.0.1:9090",
 			"--prometheus-max-response-bytes=0"}, wantErr: "--prometheus-max-response-bytes=0 must be positive"},
+		{name: "prometheus verb is checked with the flags", args: []string{"--source=prometheus", "--prometheus-url=http://127.0.0.1:9090",
+			"--prometheus-verb=DELETE"}, wantErr: `--prometheus-verb "DELETE": want GET or POST`},
 		{name: "unknown source", args: []string{"--source=statsd"}, wantErr: `--source="statsd" is unknown`},
 		{name: "history too short", args: []string{"--history=1"}, wantErr: "--history=1"},
 		{name: "sub-second resolution", args: []string{"--metric-resolution=500ms"}, wantErr: "at least 1s"},
@@ -181,6 +183,10 @@ func TestFlags(t *testing.T) {
 			wantErr: "cannot use both --kubelet-certificate-authority and --kubelet-insecure-tls"},
 		{name: "cert without key", args: []string{"--kubelet-client-certificate=/c"}, wantErr: "need both --kubelet-client-key"},
 		{name: "bad node selector", args: []string{"-l", "a in ("}, wantErr: "invalid --node-selector"},
+		{name: "zero request timeout", args: []string{"--kubelet-request-timeout=0"}, wantErr: "kubelet-request-timeout should be positive"},
+		{name: "zero kubelet port", args: []string{"--kubelet-port=0"}, wantErr: "kubelet-port 0 is out of range 1-65535"},
+		{name: "completely insecure and insecure TLS", args: []string{"--deprecated-kubelet-completely-insecure", "--kubelet-insecure-tls"},
+			wantErr: "cannot use both --kubelet-insecure-tls and --deprecated-kubelet-completely-insecure"},
 		{name: "unknown flag", args: []string{"--no-such-flag"}, wantErr: "unknown flag"},
 		{name: "completely insecure is plain http", args: []string{"--deprecated-kubelet-completely-insecure"},
 			check: func(t *testing.T, o *Options) {
@@ -194,8 +200,8 @@ func TestFlags(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o, _, err := parse(t, tc.args...)
 			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("want error containing %q, got %v", tc.wantErr, err)
+				if err == nil || strings.Count(err.Error(), tc.wantErr) != 1 {
+					t.Fatalf("want an error containing %q once, got %v", tc.wantErr, err)
 				}
 				return
 			}

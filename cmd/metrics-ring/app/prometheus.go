@@ -1,9 +1,7 @@
 package app
 
 import (
-	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -28,10 +26,10 @@ type PrometheusOptions struct {
 	MaxResponse  int64 // bytes
 }
 
-// NewPrometheusOptions returns the defaults.
+// NewPrometheusOptions returns the defaults, the adapter's.
 func NewPrometheusOptions() *PrometheusOptions {
-	return &PrometheusOptions{Verb: http.MethodGet, QueryTimeout: 10 * time.Second,
-		MaxResponse: adapter.DefaultMaxResponseBytes}
+	d := adapter.DefaultClientOptions()
+	return &PrometheusOptions{Verb: d.Method, QueryTimeout: d.Timeout, MaxResponse: d.MaxResponseBytes}
 }
 
 // AddFlags adds the Prometheus source's flags.
@@ -49,32 +47,10 @@ func (o *PrometheusOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.QueryTimeout, "prometheus-query-timeout", o.QueryTimeout, "Timeout of each query, also sent as Prometheus' own timeout parameter (default 10s, or 90% of a shorter --metric-resolution).")
 }
 
-// complete fits the query timeout inside a short resolution unless it was given, as for kubelets.
-func (o *PrometheusOptions) complete(resolution time.Duration, changed func(string) bool) {
-	if limit := resolution * 9 / 10; !changed("prometheus-query-timeout") && limit > 0 && o.QueryTimeout > limit {
-		o.QueryTimeout = limit
-	}
-}
-
-// validate checks the flags that are needed with --source=prometheus.
+// validate checks the flags that are needed with --source=prometheus. The adapter's ClientOptions own the checks
+// and their messages, so the flags are checked as the options they make.
 func (o *PrometheusOptions) validate() []error {
-	var errs []error
-	if o.URL == "" {
-		errs = append(errs, errors.New("--source=prometheus needs --prometheus-url"))
-	}
-	if (o.ClientCert == "") != (o.ClientKey == "") {
-		errs = append(errs, errors.New("--prometheus-client-tls-cert-file and --prometheus-client-tls-key-file go together"))
-	}
-	if o.QueryTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("--prometheus-query-timeout=%v must be positive", o.QueryTimeout))
-	}
-	if o.MaxResponse <= 0 {
-		errs = append(errs, fmt.Errorf("--prometheus-max-response-bytes=%d must be positive", o.MaxResponse))
-	}
-	if _, err := o.headers(); err != nil {
-		errs = append(errs, err)
-	}
-	return errs
+	return validateAs(o.adapterOptions(0))
 }
 
 func (o *PrometheusOptions) headers() (map[string]string, error) {
@@ -89,17 +65,14 @@ func (o *PrometheusOptions) headers() (map[string]string, error) {
 	return out, nil
 }
 
-// adapterOptions builds the Prometheus source's options.
+// adapterOptions builds the Prometheus source's options; the error is an invalid --prometheus-header.
 func (o *PrometheusOptions) adapterOptions(resolution time.Duration) (adapter.Options, error) {
 	headers, err := o.headers()
-	if err != nil {
-		return adapter.Options{}, err
-	}
 	return adapter.Options{
 		ClientOptions: adapter.ClientOptions{URL: o.URL, BearerTokenFile: o.TokenFile, CAFile: o.CAFile,
 			CertFile: o.ClientCert, KeyFile: o.ClientKey, InsecureSkipVerify: o.InsecureTLS, Headers: headers,
 			Method: o.Verb, Timeout: o.QueryTimeout, MaxResponseBytes: o.MaxResponse},
 		ConfigFile: o.ConfigFile,
 		Resolution: resolution,
-	}, nil
+	}, err
 }
