@@ -89,8 +89,8 @@ type Storage struct {
 	lastBatch map[string]batchMark // each batch key's previous Store
 	batches   uint64               // Store calls so far, the sequence number of series.batch
 	health    Health
-	// base is the clock at New: times kept for staleness are nanoseconds since base (see mono).
-	base time.Time
+	// clock is Options.Now and its reading at New: times kept for staleness are nanoseconds since then (mono).
+	clock monoClock
 
 	// epoch is the first generation: the clock in milliseconds at New. Cycles come at most once a second, so
 	// generations keep growing across restarts of the process and a watch resumed against a restarted server is
@@ -111,10 +111,11 @@ func New(o Options) *Storage {
 		pods:      map[podKey]*pod{},
 		lastBatch: map[string]batchMark{},
 		health:    Health{Source: o.Source},
-		base:      o.Now(),
+		clock:     monoClock{now: o.Now, base: o.Now()},
 	}
-	s.epoch = uint64(s.base.UnixMilli())
-	first := &view{health: s.health, changed: make(chan struct{}), owner: s}
+	s.epoch = uint64(s.clock.base.UnixMilli())
+	first := &view{health: s.health, generation: s.epoch, changed: make(chan struct{}), clock: s.clock,
+		staleAfter: o.StaleAfter}
 	s.view.Store(first)
 	s.recent.Store(&[]*view{first})
 	return s
@@ -126,7 +127,7 @@ func (s *Storage) Options() Options { return s.opts }
 // Store appends one batch's samples to their series. It is safe to call from many goroutines during a cycle.
 func (s *Storage) Store(b *Batch) Rejection {
 	var rej Rejection
-	now := s.mono()
+	now := s.clock.mono()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.batches++
@@ -301,7 +302,7 @@ func (s *Storage) dropPod(key podKey, p *pod, reason string) {
 // e.g. one node of many failed).
 func (s *Storage) EndCycle(success bool, err error) {
 	now := s.opts.Now()
-	mono := now.Sub(s.base).Nanoseconds()
+	mono := now.Sub(s.clock.base).Nanoseconds()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.health.Cycles++
@@ -326,14 +327,8 @@ func (s *Storage) Pod(namespace, name string) (PodPoint, bool) {
 	return s.view.Load().Pod(namespace, name)
 }
 
-// mono is the time on storage's clock, as nanoseconds since New: with time.Now's monotonic readings, a step of the
-// wall clock does not make series stale or fresh.
-func (s *Storage) mono() int64 { return s.opts.Now().Sub(s.base).Nanoseconds() }
-
-// stale reports whether a series whose newest new sample arrived at seen (see mono) is older than StaleAfter.
-func (s *Storage) stale(seen int64) bool {
-	return s.mono()-seen > int64(s.opts.StaleAfter)
-}
+// Unavailable is the newest snapshot's Unavailable.
+func (s *Storage) Unavailable() error { return s.view.Load().Unavailable() }
 
 // Health returns the collection health as of the newest finished cycle.
 func (s *Storage) Health() Health { return s.view.Load().health }

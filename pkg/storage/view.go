@@ -16,21 +16,35 @@ type view struct {
 	pods       []podEntry
 	containers []ContainerPoint
 	health     Health
+	generation uint64
 	changed    chan struct{} // closed when the next view is published
-	owner      *Storage      // for the staleness check at read time
+	// clock and staleAfter are copies of storage's, so a view answers alone: which entries are stale is decided at
+	// read time, because time passes between cycles, and so is the 503 of DESIGN.md section 3.
+	clock      monoClock
+	staleAfter time.Duration
 }
+
+// monoClock is storage's clock: Now, and the reading at New that times kept for staleness count from (see mono).
+type monoClock struct {
+	now  func() time.Time
+	base time.Time
+}
+
+// mono is the time on the clock as nanoseconds since base: with time.Now's monotonic readings, a step of the wall
+// clock does not make series stale or fresh.
+func (c monoClock) mono() int64 { return c.now().Sub(c.base).Nanoseconds() }
 
 type nodeEntry struct {
 	NodePoint
-	seen int64
+	staleAt int64 // when the entry turns stale, on the clock's mono
 }
 
-// podEntry is a pod's servable point, without pointers: times are Unix nanoseconds and the containers are
-// containers[from:from+n] of its view. n is 0 when the pod is not servable.
+// podEntry is a pod's servable point, without pointers: times are Unix nanoseconds (staleAt on the clock's mono) and
+// the containers are containers[from:from+n] of its view. n is 0 when the pod is not servable.
 type podEntry struct {
-	ts, seen int64
-	window   time.Duration
-	from, n  uint32
+	ts, staleAt int64
+	window      time.Duration
+	from, n     uint32
 }
 
 // prune drops stale series and containers missing from their pod's newest report, and returns how many pods have
@@ -81,17 +95,20 @@ func (s *Storage) buildView() *view {
 	now := s.opts.Now()
 	w, res, stale := s.opts.Window, s.opts.Resolution, s.opts.StaleAfter
 	v := &view{
-		nodes:  make(map[string]nodeEntry, len(s.nodes)),
-		index:  s.slots.indexOf(s.pods),
-		pods:   make([]podEntry, len(s.slots.pods)),
-		health: s.health,
+		nodes:      make(map[string]nodeEntry, len(s.nodes)),
+		index:      s.slots.indexOf(s.pods),
+		pods:       make([]podEntry, len(s.slots.pods)),
+		health:     s.health,
+		generation: s.epoch + s.health.Cycles,
+		clock:      s.clock,
+		staleAfter: stale,
 	}
 	for name, sr := range s.nodes {
 		u, ts, win, ok := sr.usage(w, res, stale)
 		if !ok {
 			continue
 		}
-		v.nodes[name] = nodeEntry{NodePoint{time.Unix(0, ts), win, u}, sr.seen}
+		v.nodes[name] = nodeEntry{NodePoint{time.Unix(0, ts), win, u}, sr.seen + int64(stale)}
 		freshness.Observe(now.Sub(time.Unix(0, ts)).Seconds())
 	}
 	total := 0
@@ -116,7 +133,7 @@ func (s *Storage) buildView() *view {
 			if ts > e.ts {
 				e.ts, e.window = ts, win
 			}
-			e.seen = max(e.seen, c.seen)
+			e.staleAt = max(e.staleAt, c.seen+int64(stale))
 		}
 		if !servable {
 			v.containers = v.containers[:from]
@@ -128,12 +145,11 @@ func (s *Storage) buildView() *view {
 	return v
 }
 
-// Unavailable returns the reason to answer 503 ServiceUnavailable, or nil: no cycle has succeeded within
-// StaleAfter (or none has finished yet). The error names the source and its last error.
-func (s *Storage) Unavailable() error {
-	h := s.Health()
-	now := s.opts.Now()
-	if !h.LastSuccess.IsZero() && now.Sub(h.LastSuccess) <= s.opts.StaleAfter {
+// Unavailable implements Snapshot.
+func (v *view) Unavailable() error {
+	h := v.health
+	now := v.clock.now()
+	if !h.LastSuccess.IsZero() && now.Sub(h.LastSuccess) <= v.staleAfter {
 		return nil
 	}
 	last := h.LastError
@@ -145,7 +161,7 @@ func (s *Storage) Unavailable() error {
 		return fmt.Errorf("metrics not available yet: the %s source has not finished its first collection", h.Source)
 	case h.LastSuccess.IsZero():
 		return fmt.Errorf("no successful collection from the %s source yet: %w", h.Source, last)
-	case now.Sub(h.LastCycle) > s.opts.StaleAfter:
+	case now.Sub(h.LastCycle) > v.staleAfter:
 		return fmt.Errorf("the %s source's collection has stalled: last cycle finished %s ago", h.Source,
 			now.Sub(h.LastCycle).Round(time.Second))
 	default:
