@@ -177,14 +177,14 @@ func TestListBuiltOnceUnderConcurrency(t *testing.T) {
 	k := &hookedKind[storage.PodPoint]{kind: podKind{pods: cache.NewGenericLister(c.pods, podResource)},
 		block: make(chan struct{})}
 	s := newMetricsREST[storage.PodPoint](c.store, k)
-	snap, rv := latest(c.store)
+	snap := c.store.Latest()
 	var wg sync.WaitGroup
 	got := make([]*build[storage.PodPoint], 50)
 	for i := range got {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			b, err := s.builds.get(context.Background(), snap, rv, scope{selectors: selectors{labels: labels.Everything()}})
+			b, err := s.builds.get(context.Background(), snap, scope{selectors: selectors{labels: labels.Everything()}})
 			if err != nil {
 				t.Error(err)
 			}
@@ -197,7 +197,7 @@ func TestListBuiltOnceUnderConcurrency(t *testing.T) {
 	for k.builds.Load() == 0 {
 		time.Sleep(time.Millisecond)
 	}
-	if _, err := s.builds.get(ctx, snap, rv, scope{selectors: selectors{labels: labels.Everything()}}); err != context.Canceled {
+	if _, err := s.builds.get(ctx, snap, scope{selectors: selectors{labels: labels.Everything()}}); err != context.Canceled {
 		t.Errorf("a cancelled waiter: %v, want context.Canceled", err)
 	}
 	close(k.block)
@@ -213,11 +213,11 @@ func TestListBuiltOnceUnderConcurrency(t *testing.T) {
 
 	k.fail = errors.New("informer gone")
 	sel := scope{namespace: "ns-a", selectors: selectors{labels: labels.Everything()}}
-	if _, err := s.builds.get(context.Background(), snap, rv, sel); err == nil {
+	if _, err := s.builds.get(context.Background(), snap, sel); err == nil {
 		t.Fatal("a failed build returned no error")
 	}
 	k.fail = nil
-	if _, err := s.builds.get(context.Background(), snap, rv, sel); err != nil || k.builds.Load() != 3 {
+	if _, err := s.builds.get(context.Background(), snap, sel); err != nil || k.builds.Load() != 3 {
 		t.Errorf("after a failed build the next request did not build again: %v, %d builds", err, k.builds.Load())
 	}
 }

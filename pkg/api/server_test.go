@@ -111,7 +111,7 @@ func startTestServer(t *testing.T) *testServer {
 		t.Fatal(err)
 	}
 	srv, err := NewServer(cfg, Deps{
-		Metrics: ts.store, Health: ts.store, Nodes: nodes.Lister(), Pods: pods.Lister(),
+		Snapshots: ts.store, Nodes: nodes.Lister(), Pods: pods.Lister(),
 		InformersSynced: func() bool { return nodeInf.HasSynced() && podInf.HasSynced() },
 		Resolution:      15 * time.Second, Timeout: 10 * time.Second, Now: ts.clock.Now,
 		MaxWatches: maxTestWatches,

@@ -56,7 +56,7 @@ func (c *cluster) cycle(nodeCPU map[string]float64, podCPU map[string]float64) u
 	}
 	c.store.Store(b)
 	c.store.EndCycle(true, nil)
-	return c.store.Generation()
+	return c.store.Latest().Generation()
 }
 
 func splitKey(key string) (string, string) {
@@ -212,7 +212,7 @@ func TestWatchSelectorsAndErrors(t *testing.T) {
 	for rv, check := range map[string]func(error) bool{
 		"abc": apierrors.IsBadRequest,
 		"1":   apierrors.IsResourceExpired, // long before this server started
-		strconv.FormatUint(c.store.Generation()+5, 10): apierrors.IsResourceExpired, // another replica's history
+		strconv.FormatUint(c.store.Latest().Generation()+5, 10): apierrors.IsResourceExpired, // another replica's history
 	} {
 		if _, err := s.Watch(context.Background(), &metainternalversion.ListOptions{ResourceVersion: rv}); !check(err) {
 			t.Errorf("resourceVersion %s: %v", rv, err)
@@ -264,7 +264,7 @@ func TestWatchBookmarksUnavailableAndLimits(t *testing.T) {
 	}
 	wantEvents(t, events(t, w, 1), "ADDED node-a")
 	c.store.EndCycle(true, nil) // a collection that brought no new sample
-	g := c.store.Generation()
+	g := c.store.Latest().Generation()
 	if ev := next(t, w); ev.Type != watch.Bookmark || rvOf(t, ev.Object) != g {
 		t.Fatalf("after a collection without changes: %s, want a BOOKMARK at %d", ev.Type, g)
 	}

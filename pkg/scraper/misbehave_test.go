@@ -194,7 +194,7 @@ func TestUnavailableCarriesNoResponseBytes(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.collect(context.Background())
-			err = store.Unavailable()
+			err = store.Latest().Unavailable()
 			if err == nil {
 				t.Fatal("available after a failed first cycle")
 			}

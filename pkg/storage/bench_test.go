@@ -56,9 +56,10 @@ func TestConcurrentStoreAndRead(t *testing.T) {
 				case <-stop:
 					return
 				default:
-					s.Node("node-1")
-					s.Pod("ns-1", "pod-1-1")
-					s.Unavailable()
+					v := s.Latest()
+					v.Node("node-1")
+					v.Pod("ns-1", "pod-1-1")
+					v.Unavailable()
 				}
 			}
 		}()
@@ -78,7 +79,7 @@ func TestConcurrentStoreAndRead(t *testing.T) {
 	}
 	close(stop)
 	readers.Wait()
-	p, ok := s.Pod("ns-1", "pod-1-1")
+	p, ok := s.Latest().Pod("ns-1", "pod-1-1")
 	if !ok || len(p.Containers) != 2 || p.Containers[0].CPU != 666_667 {
 		t.Fatalf("after concurrent cycles: %+v %v (want 2 containers at 0.01/15 s)", p, ok)
 	}
@@ -151,16 +152,17 @@ func BenchmarkRead(b *testing.B) {
 		}
 		s.EndCycle(true, nil)
 	}
-	if _, ok := s.Pod("ns-0", "pod-0-0"); !ok {
+	if _, ok := s.Latest().Pod("ns-0", "pod-0-0"); !ok {
 		b.Fatal("not servable")
 	}
 	b.ReportAllocs()
 	for b.Loop() {
+		v := s.Latest() // one snapshot per list, as a request reads
 		for n := range batches {
-			s.Node(batches[n].Key)
+			v.Node(batches[n].Key)
 			for j := 0; j < len(batches[n].Containers); j += 2 {
 				cs := &batches[n].Containers[j]
-				s.Pod(cs.Namespace, cs.Pod)
+				v.Pod(cs.Namespace, cs.Pod)
 			}
 		}
 	}

@@ -12,6 +12,7 @@ const RetainedViews = 4
 // staleness and the 503 are judged at read time.
 type Snapshot interface {
 	Node(name string) (NodePoint, bool)
+	// Pod returns the pod's point; its Containers slice is shared: callers must not modify it.
 	Pod(namespace, name string) (PodPoint, bool)
 	// Generation grows by one with each finished cycle, from a start that grows across restarts: the
 	// resourceVersion.

@@ -318,23 +318,3 @@ func (s *Storage) EndCycle(success bool, err error) {
 	seriesGauge.WithLabelValues("pod").Set(float64(pods))
 }
 
-// Node returns the servable metrics of a node in the newest view.
-func (s *Storage) Node(name string) (NodePoint, bool) { return s.view.Load().Node(name) }
-
-// Pod returns the servable metrics of a pod in the newest view. The returned Containers slice is shared: callers
-// must not modify it.
-func (s *Storage) Pod(namespace, name string) (PodPoint, bool) {
-	return s.view.Load().Pod(namespace, name)
-}
-
-// Unavailable is the newest snapshot's Unavailable.
-func (s *Storage) Unavailable() error { return s.view.Load().Unavailable() }
-
-// Health returns the collection health as of the newest finished cycle.
-func (s *Storage) Health() Health { return s.view.Load().health }
-
-// Ready reports whether the first collection cycle has finished, whatever its outcome.
-func (s *Storage) Ready() bool { return s.view.Load().health.Cycles > 0 }
-
-// Generation identifies the servable view: it grows by one with each finished cycle (see epoch).
-func (s *Storage) Generation() uint64 { return s.view.Load().Generation() }

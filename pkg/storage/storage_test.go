@@ -29,6 +29,13 @@ func newFixture(o Options) *fixture {
 	return &fixture{New(o), c}
 }
 
+// Node, Pod, Health, Unavailable and Generation read the newest snapshot, for tests that read one value at a time.
+func (f *fixture) Node(name string) (NodePoint, bool)          { return f.Latest().Node(name) }
+func (f *fixture) Pod(namespace, name string) (PodPoint, bool) { return f.Latest().Pod(namespace, name) }
+func (f *fixture) Health() Health                              { return f.Latest().Health() }
+func (f *fixture) Unavailable() error                          { return f.Latest().Unavailable() }
+func (f *fixture) Generation() uint64                          { return f.Latest().Generation() }
+
 // scrape stores one node batch taken at the given offset from t0 (also the wall clock) and ends the cycle.
 func (f *fixture) scrape(at time.Duration, nodes []NodeSample, cs []ContainerSample) Rejection {
 	f.clock.now = t0.Add(at)
@@ -306,14 +313,14 @@ func TestDeletedObjectsArePruned(t *testing.T) {
 
 func TestHealthAndUnavailable(t *testing.T) {
 	f := newFixture(Options{Source: "kubelet"})
-	if f.Ready() || f.Unavailable() == nil || !strings.Contains(f.Unavailable().Error(), "not finished its first collection") {
-		t.Fatalf("before the first cycle: ready=%v unavailable=%v", f.Ready(), f.Unavailable())
+	if f.Health().Cycles != 0 || f.Unavailable() == nil || !strings.Contains(f.Unavailable().Error(), "not finished its first collection") {
+		t.Fatalf("before the first cycle: cycles=%d unavailable=%v", f.Health().Cycles, f.Unavailable())
 	}
 	boom := errors.New("node n1: connection refused")
 	f.EndCycle(false, boom)
 	err := f.Unavailable()
-	if !f.Ready() || err == nil || !errors.Is(err, boom) || !strings.Contains(err.Error(), "kubelet") {
-		t.Fatalf("after a failed first cycle: ready=%v unavailable=%v", f.Ready(), err)
+	if f.Health().Cycles != 1 || err == nil || !errors.Is(err, boom) || !strings.Contains(err.Error(), "kubelet") {
+		t.Fatalf("after a failed first cycle: cycles=%d unavailable=%v", f.Health().Cycles, err)
 	}
 	f.EndCycle(true, nil)
 	if err := f.Unavailable(); err != nil || f.Generation() != uint64(t0.UnixMilli())+2 {

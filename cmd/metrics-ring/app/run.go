@@ -103,8 +103,7 @@ func Wire(o *Options, client kubernetes.Interface, restConfig *rest.Config) (*Wi
 	}
 	synced := []cache.InformerSynced{nodeInformer.HasSynced, podInformer.HasSynced}
 	srv, err := api.NewServer(cfg, api.Deps{
-		Metrics:           store,
-		Health:            store,
+		Snapshots:         store,
 		Nodes:             nodes.Lister(),
 		Pods:              pods,
 		NodeSelector:      requirements(so),
