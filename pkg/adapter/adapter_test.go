@@ -107,11 +107,11 @@ func newHarness(t *testing.T, o Options) *harness {
 	t.Cleanup(h.server.Close)
 	clock := func() time.Time { return h.now }
 	h.store = storage.New(storage.Options{Source: "prometheus", Resolution: 15 * time.Second, Now: clock})
-	o.URL, o.Resolution, o.Now = h.server.URL, 15*time.Second, clock
+	o.URL, o.Now = h.server.URL, clock
 	if o.Timeout == 0 {
 		o.Timeout = 2 * time.Second
 	}
-	a, err := New(o, h.store)
+	a, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,11 @@ func newHarness(t *testing.T, o Options) *harness {
 
 func (h *harness) poll(after time.Duration) {
 	h.now = h.now.Add(after)
-	h.adapter.Poll(context.Background())
+	// As the collection loop runs a cycle: within the adapter's budget, into a storage cycle, its outcome committed.
+	ctx, cancel := context.WithTimeout(context.Background(), h.adapter.Budget())
+	defer cancel()
+	c := h.store.BeginCycle()
+	c.Commit(h.adapter.Collect(ctx, c.Append))
 }
 
 func TestPollServesPrometheusNumbers(t *testing.T) {

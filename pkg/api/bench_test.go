@@ -101,8 +101,9 @@ func BenchmarkListPodsRepeated(b *testing.B) {
 			}
 		}
 	}
-	st.Store(batch)
-	st.EndCycle(true, nil)
+	cy := st.BeginCycle()
+	cy.Append(batch)
+	cy.Commit(storage.Outcome{Success: true})
 	s := NewPodStorage(st, cache.NewGenericLister(indexer, podResource))
 	ctx := genericapirequest.WithNamespace(context.Background(), metav1.NamespaceAll)
 	info, _ := runtime.SerializerInfoForMediaType(Codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
@@ -167,8 +168,9 @@ func BenchmarkWatchersAndPages(b *testing.B) {
 				}
 			}
 		}
-		st.Store(batch)
-		st.EndCycle(true, nil)
+		cy := st.BeginCycle()
+		cy.Append(batch)
+		cy.Commit(storage.Outcome{Success: true})
 	}
 	for n := 0; n < nodes; n++ {
 		for p := 0; p < podsPerNode; p++ {

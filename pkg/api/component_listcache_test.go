@@ -87,11 +87,12 @@ func TestComponentSharedLists(t *testing.T) {
 
 // feedPod stores one collection at ts in which only web-1's app container moved, to cumulative cpu.
 func feedPod(s *storage.Storage, ts time.Time, cpu float64) {
-	s.Store(&storage.Batch{Key: "node-a", CPU: storage.CPUCumulative, Containers: []storage.ContainerSample{
+	cy := s.BeginCycle()
+	cy.Append(&storage.Batch{Key: "node-a", CPU: storage.CPUCumulative, Containers: []storage.ContainerSample{
 		{Namespace: "ns-a", Pod: "web-1", Container: "app", Sample: storage.Sample{Timestamp: ts, StartTime: t0.Add(-time.Hour), CPU: cpu, Memory: 20 << 20}},
 		{Namespace: "ns-a", Pod: "web-1", Container: "sidecar", Sample: storage.Sample{Timestamp: ts, StartTime: t0.Add(-time.Hour), CPU: 5 + 0.05*30, Memory: 5 << 20}},
 	}})
-	s.EndCycle(true, nil)
+	cy.Commit(storage.Outcome{Success: true})
 }
 
 // TestListsSharedWithinOneCollection: requests of one collection with the same namespace and selectors get one

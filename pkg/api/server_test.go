@@ -51,14 +51,15 @@ func feed(s *storage.Storage) {
 	start := t0.Add(-time.Hour)
 	for i, ts := range []time.Time{t0, t0.Add(15 * time.Second)} {
 		f := float64(i * 15)
-		s.Store(&storage.Batch{Key: "node-a", CPU: storage.CPUCumulative,
+		cy := s.BeginCycle()
+		cy.Append(&storage.Batch{Key: "node-a", CPU: storage.CPUCumulative,
 			Nodes: []storage.NodeSample{{Node: "node-a", Sample: storage.Sample{Timestamp: ts, StartTime: start, CPU: 1000 + 0.25*f, Memory: 3 << 30}}},
 			Containers: []storage.ContainerSample{
 				{Namespace: "ns-a", Pod: "web-1", Container: "app", Sample: storage.Sample{Timestamp: ts, StartTime: start, CPU: 10 + 0.1*f, Memory: 20 << 20}},
 				{Namespace: "ns-a", Pod: "web-1", Container: "sidecar", Sample: storage.Sample{Timestamp: ts, StartTime: start, CPU: 5 + 0.05*f, Memory: 5 << 20}},
 				{Namespace: "ns-b", Pod: "db-1", Container: "app", Sample: storage.Sample{Timestamp: ts, StartTime: start, CPU: 50 + 1.5*f, Memory: 1 << 30}},
 			}})
-		s.EndCycle(true, nil)
+		cy.Commit(storage.Outcome{Success: true})
 	}
 }
 

@@ -54,8 +54,9 @@ func (c *cluster) cycle(nodeCPU map[string]float64, podCPU map[string]float64) u
 		b.Containers = append(b.Containers, storage.ContainerSample{Namespace: ns, Pod: name, Container: "app",
 			Sample: storage.Sample{Timestamp: now, CPU: cpu, Memory: 1 << 20}})
 	}
-	c.store.Store(b)
-	c.store.EndCycle(true, nil)
+	cy := c.store.BeginCycle()
+	cy.Append(b)
+	cy.Commit(storage.Outcome{Success: true})
 	return c.store.Latest().Generation()
 }
 
@@ -263,7 +264,7 @@ func TestWatchBookmarksUnavailableAndLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantEvents(t, events(t, w, 1), "ADDED node-a")
-	c.store.EndCycle(true, nil) // a collection that brought no new sample
+	c.store.BeginCycle().Commit(storage.Outcome{Success: true}) // a collection that brought no new sample
 	g := c.store.Latest().Generation()
 	if ev := next(t, w); ev.Type != watch.Bookmark || rvOf(t, ev.Object) != g {
 		t.Fatalf("after a collection without changes: %s, want a BOOKMARK at %d", ev.Type, g)
@@ -271,7 +272,7 @@ func TestWatchBookmarksUnavailableAndLimits(t *testing.T) {
 
 	// The source fails for longer than --stale-after: the watch ends with the 503 a list gets.
 	c.clock.Add(int64(time.Minute))
-	c.store.EndCycle(false, context.DeadlineExceeded)
+	c.store.BeginCycle().Commit(storage.Outcome{Err: context.DeadlineExceeded})
 	ev := next(t, w)
 	if st, ok := ev.Object.(*metav1.Status); ev.Type != watch.Error || !ok || st.Code != 503 {
 		t.Fatalf("source down: %s %+v, want an ERROR event with 503", ev.Type, ev.Object)

@@ -62,8 +62,8 @@ func TestKubeletClockSkew(t *testing.T) {
 			})
 			ours := now // our clock: one resolution per scrape, whatever the kubelet's says
 			store := storage.New(storage.Options{Resolution: 10 * time.Second, Now: func() time.Time { return ours }})
-			s, err := New(Options{InsecureTLS: true, UseNodeStatusPort: true, Resolution: 10 * time.Second},
-				&fakeLister{nodes: []*corev1.Node{nodeFor(t, "skewed", k)}}, store)
+			s, err := newScraper(Options{InsecureTLS: true, UseNodeStatusPort: true, Resolution: 10 * time.Second},
+				&fakeLister{nodes: []*corev1.Node{nodeFor(t, "skewed", k)}}, stored{store})
 			if err != nil {
 				t.Fatal(err)
 			}

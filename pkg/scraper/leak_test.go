@@ -53,8 +53,8 @@ func TestNoLeaksAcrossFailingCycles(t *testing.T) {
 	t.Cleanup(func() { close(release) })
 
 	store := storage.New(storage.Options{Resolution: time.Second})
-	s, err := New(Options{InsecureTLS: true, UseNodeStatusPort: true, Timeout: 100 * time.Millisecond,
-		MaxResponseBytes: int64(len(fixture)) + 1024, Resolution: time.Second}, &fakeLister{nodes: nodes}, store)
+	s, err := newScraper(Options{InsecureTLS: true, UseNodeStatusPort: true, Timeout: 100 * time.Millisecond,
+		MaxResponseBytes: int64(len(fixture)) + 1024, Resolution: time.Second}, &fakeLister{nodes: nodes}, stored{store})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,13 +69,14 @@ func TestConcurrentStoreAndRead(t *testing.T) {
 		c.now = t0.Add(time.Duration(cycle) * 15 * time.Second)
 		mu.Unlock()
 		advance(batches, c.now)
+		cy := s.BeginCycle()
 		var wg sync.WaitGroup
 		for i := range batches {
 			wg.Add(1)
-			go func(b *Batch) { defer wg.Done(); s.Store(b) }(&batches[i])
+			go func(b *Batch) { defer wg.Done(); cy.Append(b) }(&batches[i])
 		}
 		wg.Wait()
-		s.EndCycle(true, nil)
+		cy.Commit(Outcome{Success: true})
 	}
 	close(stop)
 	readers.Wait()
@@ -105,17 +106,18 @@ func BenchmarkStoreCycle(b *testing.B) {
 		c.now = c.now.Add(15 * time.Second)
 		advance(batches, c.now)
 		for j := range batches {
-			s.Store(&batches[j])
+			s.store(&batches[j])
 		}
-		s.EndCycle(true, nil)
+		s.endCycle(Outcome{Success: true})
 	}
 	b.Run("store", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			c.now = c.now.Add(15 * time.Second)
 			advance(batches, c.now)
+			cy := s.BeginCycle()
 			for j := range batches {
-				s.Store(&batches[j])
+				cy.Append(&batches[j])
 			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/60000, "ns/sample")
@@ -123,9 +125,10 @@ func BenchmarkStoreCycle(b *testing.B) {
 	b.Run("foreign", func(b *testing.B) { // every batch reported by the next node's kubelet: all dropped
 		b.ReportAllocs()
 		for b.Loop() {
+			cy := s.BeginCycle()
 			for j := range batches {
 				batches[j].Key = batches[(j+1)%len(batches)].Nodes[0].Node
-				s.Store(&batches[j])
+				cy.Append(&batches[j])
 				batches[j].Key = batches[j].Nodes[0].Node
 			}
 		}
@@ -134,7 +137,7 @@ func BenchmarkStoreCycle(b *testing.B) {
 	b.Run("publish", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			s.EndCycle(true, nil)
+			s.BeginCycle().Commit(Outcome{Success: true})
 		}
 	})
 }
@@ -148,9 +151,9 @@ func BenchmarkRead(b *testing.B) {
 		c.now = c.now.Add(15 * time.Second)
 		advance(batches, c.now)
 		for j := range batches {
-			s.Store(&batches[j])
+			s.store(&batches[j])
 		}
-		s.EndCycle(true, nil)
+		s.endCycle(Outcome{Success: true})
 	}
 	if _, ok := s.Latest().Pod("ns-0", "pod-0-0"); !ok {
 		b.Fatal("not servable")

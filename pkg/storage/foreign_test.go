@@ -66,7 +66,7 @@ func TestWhoseSamplesCount(t *testing.T) {
 						b.CPU, b.Window = CPURate, 15*sec
 						b.Containers[0].CPU = r.x * 0.1
 					}
-					got := f.Store(b)
+					got := f.store(b)
 					rej.Foreign += got.Foreign
 					if got.ForeignPod != "" {
 						rej.ForeignPod = got.ForeignPod
@@ -75,7 +75,7 @@ func TestWhoseSamplesCount(t *testing.T) {
 						t.Errorf("foreign samples counted as invalid or zero: %+v", got)
 					}
 				}
-				f.EndCycle(true, nil)
+				f.endCycle(Outcome{Success: true})
 			}
 			if rej.Foreign != tc.wantForeign {
 				t.Errorf("foreign = %d, want %d (%+v)", rej.Foreign, tc.wantForeign, rej)

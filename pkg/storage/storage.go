@@ -65,11 +65,11 @@ type podKey struct{ namespace, name string }
 type pod struct {
 	node       string      // the node the pod is bound to; only batches of that key count
 	containers []container // sorted by name, so building a view needs no sort
-	batch      uint64      // sequence number of the newest Store that reported the pod
+	batch      uint64      // sequence number of the newest Append that reported the pod
 	slot       int32       // the pod's index in Storage.slots and in every view's pods
 }
 
-// batchMark remembers a batch key's previous Store: its newest sample time, for fresh containers, and when it
+// batchMark remembers a batch key's previous Append: its newest sample time, for fresh containers, and when it
 // happened, for pruning.
 type batchMark struct{ ts, seen int64 }
 
@@ -82,12 +82,12 @@ type container struct {
 type Storage struct {
 	opts Options
 
-	mu        sync.Mutex // held by writers: Store and EndCycle
+	mu        sync.Mutex // held by writers: Append, Commit and the informers' events
 	nodes     map[string]*series
 	pods      map[podKey]*pod
 	slots     slots                // every pod by its slot
-	lastBatch map[string]batchMark // each batch key's previous Store
-	batches   uint64               // Store calls so far, the sequence number of series.batch
+	lastBatch map[string]batchMark // each batch key's previous Append
+	batches   uint64               // Append calls so far, the sequence number of series.batch
 	health    Health
 	// clock is Options.Now and its reading at New: times kept for staleness are nanoseconds since then (mono).
 	clock monoClock
@@ -124,8 +124,8 @@ func New(o Options) *Storage {
 // Options returns the options in force, defaults applied.
 func (s *Storage) Options() Options { return s.opts }
 
-// Store appends one batch's samples to their series. It is safe to call from many goroutines during a cycle.
-func (s *Storage) Store(b *Batch) Rejection {
+// store appends one batch's samples to their series (Cycle.Append).
+func (s *Storage) store(b *Batch) Rejection {
 	var rej Rejection
 	now := s.clock.mono()
 	s.mu.Lock()
@@ -297,18 +297,17 @@ func (s *Storage) dropPod(key podKey, p *pod, reason string) {
 	delete(s.pods, key)
 }
 
-// EndCycle finishes a collection cycle: it records its outcome, prunes deleted and stale series and publishes the
-// new servable view. success follows DESIGN.md section 3; err is the cycle's error, if any (kept even on success,
-// e.g. one node of many failed).
-func (s *Storage) EndCycle(success bool, err error) {
+// endCycle finishes a collection cycle (Cycle.Commit): it records its outcome, prunes stale series and publishes
+// the new servable view.
+func (s *Storage) endCycle(o Outcome) {
 	now := s.opts.Now()
 	mono := now.Sub(s.clock.base).Nanoseconds()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.health.Cycles++
 	s.health.LastCycle = now
-	s.health.LastError = err
-	if success {
+	s.health.LastError = o.Err
+	if o.Success {
 		s.health.LastSuccess = now
 	}
 	pods := s.prune(mono)
@@ -317,4 +316,3 @@ func (s *Storage) EndCycle(success bool, err error) {
 	seriesGauge.WithLabelValues("node").Set(float64(len(s.nodes)))
 	seriesGauge.WithLabelValues("pod").Set(float64(pods))
 }
-

@@ -30,17 +30,19 @@ func newFixture(o Options) *fixture {
 }
 
 // Node, Pod, Health, Unavailable and Generation read the newest snapshot, for tests that read one value at a time.
-func (f *fixture) Node(name string) (NodePoint, bool)          { return f.Latest().Node(name) }
-func (f *fixture) Pod(namespace, name string) (PodPoint, bool) { return f.Latest().Pod(namespace, name) }
-func (f *fixture) Health() Health                              { return f.Latest().Health() }
-func (f *fixture) Unavailable() error                          { return f.Latest().Unavailable() }
-func (f *fixture) Generation() uint64                          { return f.Latest().Generation() }
+func (f *fixture) Node(name string) (NodePoint, bool) { return f.Latest().Node(name) }
+func (f *fixture) Pod(namespace, name string) (PodPoint, bool) {
+	return f.Latest().Pod(namespace, name)
+}
+func (f *fixture) Health() Health     { return f.Latest().Health() }
+func (f *fixture) Unavailable() error { return f.Latest().Unavailable() }
+func (f *fixture) Generation() uint64 { return f.Latest().Generation() }
 
 // scrape stores one node batch taken at the given offset from t0 (also the wall clock) and ends the cycle.
 func (f *fixture) scrape(at time.Duration, nodes []NodeSample, cs []ContainerSample) Rejection {
 	f.clock.now = t0.Add(at)
-	rej := f.Store(&Batch{Key: "n1", CPU: CPUCumulative, Nodes: nodes, Containers: cs})
-	f.EndCycle(true, nil)
+	rej := f.store(&Batch{Key: "n1", CPU: CPUCumulative, Nodes: nodes, Containers: cs})
+	f.endCycle(Outcome{Success: true})
 	return rej
 }
 
@@ -237,9 +239,9 @@ func TestInvalidAndZeroSamplesAreRejected(t *testing.T) {
 
 func TestRateSamples(t *testing.T) {
 	f := newFixture(Options{})
-	f.Store(&Batch{CPU: CPURate, Window: 5 * time.Minute, Containers: []ContainerSample{
+	f.store(&Batch{CPU: CPURate, Window: 5 * time.Minute, Containers: []ContainerSample{
 		ctr("p", "idle", 0, 0, 0, 4096), ctr("p", "busy", 0, 0, 0.123456789, 1e6)}})
-	f.EndCycle(true, nil)
+	f.endCycle(Outcome{Success: true})
 	got, ok := f.Pod("ns", "p")
 	if !ok || len(got.Containers) != 2 {
 		t.Fatalf("rate pod not served after one sample: %+v %v", got, ok)
@@ -256,7 +258,7 @@ func TestStaleAfterAndMissedScrapes(t *testing.T) {
 	// Missed scrapes: cycles end with nothing stored for n1.
 	for _, at := range []time.Duration{30 * time.Second, 45 * time.Second, 60 * time.Second} {
 		f.clock.now = t0.Add(at)
-		f.EndCycle(true, nil)
+		f.endCycle(Outcome{Success: true})
 		got, ok := f.Node("n1")
 		if !ok || !got.Timestamp.Equal(t0.Add(15*time.Second)) {
 			t.Fatalf("at %s: node missed by a scrape should keep its last value with its true timestamp: %+v %v", at, got, ok)
@@ -266,7 +268,7 @@ func TestStaleAfterAndMissedScrapes(t *testing.T) {
 	if got, ok := f.Node("n1"); ok {
 		t.Fatalf("stale node served: %+v", got)
 	}
-	f.EndCycle(true, nil)
+	f.endCycle(Outcome{Success: true})
 	if _, ok := f.nodes["n1"]; ok {
 		t.Error("stale series not pruned from storage")
 	}
@@ -286,7 +288,7 @@ func TestDeletedObjectsArePruned(t *testing.T) {
 	}
 	f.PodDeleted("ns", "q")
 	f.NodeDeleted("n1")
-	f.EndCycle(true, nil)
+	f.endCycle(Outcome{Success: true})
 	if _, ok := f.Pod("ns", "q"); ok {
 		t.Error("deleted pod still served")
 	}
@@ -317,22 +319,22 @@ func TestHealthAndUnavailable(t *testing.T) {
 		t.Fatalf("before the first cycle: cycles=%d unavailable=%v", f.Health().Cycles, f.Unavailable())
 	}
 	boom := errors.New("node n1: connection refused")
-	f.EndCycle(false, boom)
+	f.endCycle(Outcome{Err: boom})
 	err := f.Unavailable()
 	if f.Health().Cycles != 1 || err == nil || !errors.Is(err, boom) || !strings.Contains(err.Error(), "kubelet") {
 		t.Fatalf("after a failed first cycle: cycles=%d unavailable=%v", f.Health().Cycles, err)
 	}
-	f.EndCycle(true, nil)
+	f.endCycle(Outcome{Success: true})
 	if err := f.Unavailable(); err != nil || f.Generation() != uint64(t0.UnixMilli())+2 {
 		t.Fatalf("after a success: unavailable=%v generation=%d", err, f.Generation())
 	}
 	f.clock.now = t0.Add(40 * time.Second)
-	f.EndCycle(false, boom)
+	f.endCycle(Outcome{Err: boom})
 	if err := f.Unavailable(); err != nil {
 		t.Fatalf("a failure within stale-after of a success must still serve: %v", err)
 	}
 	f.clock.now = t0.Add(50 * time.Second)
-	f.EndCycle(false, boom)
+	f.endCycle(Outcome{Err: boom})
 	if err := f.Unavailable(); err == nil || !errors.Is(err, boom) || !strings.Contains(err.Error(), "for 50s") {
 		t.Fatalf("no success within stale-after: unavailable=%v", err)
 	}
@@ -367,7 +369,7 @@ func TestSnapshotsAreConsistentAndRetained(t *testing.T) {
 		t.Errorf("latest = %+v at generation %d", p, f.Latest().Generation())
 	}
 	for gen := uint64(0); gen < 3+RetainedViews; gen++ {
-		f.EndCycle(true, nil)
+		f.endCycle(Outcome{Success: true})
 	}
 	latest := f.Latest().Generation()
 	if _, ok := f.At(latest - RetainedViews + 1); !ok {

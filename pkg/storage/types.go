@@ -53,7 +53,7 @@ type ContainerSample struct {
 }
 
 // Batch is what one source call produced: one node's kubelet response, or one cluster-wide Prometheus poll. The
-// slices are only read during Store, so a source may reuse one Batch between calls.
+// slices are only read during Cycle.Append, so a source may reuse one Batch between calls.
 type Batch struct {
 	// Key names what the batch covers (the node name for the kubelet, "" for a cluster-wide poll). A container first
 	// seen in a batch whose start time is after the previous batch of the same key counts from zero at its start.
@@ -67,7 +67,7 @@ type Batch struct {
 	Containers []ContainerSample
 }
 
-// Rejection counts the samples of a Store call that were not kept, by reason, so the source can report them with
+// Rejection counts the samples of a Cycle.Append call that were not kept, by reason, so the source can report them with
 // its own context (which node, which query).
 type Rejection struct {
 	// Invalid counts samples with NaN, infinite or negative values.

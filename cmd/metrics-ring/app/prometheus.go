@@ -90,7 +90,7 @@ func (o *PrometheusOptions) headers() (map[string]string, error) {
 }
 
 // adapterOptions builds the Prometheus source's options.
-func (o *PrometheusOptions) adapterOptions(resolution time.Duration) (adapter.Options, error) {
+func (o *PrometheusOptions) adapterOptions() (adapter.Options, error) {
 	headers, err := o.headers()
 	if err != nil {
 		return adapter.Options{}, err
@@ -100,6 +100,5 @@ func (o *PrometheusOptions) adapterOptions(resolution time.Duration) (adapter.Op
 			CertFile: o.ClientCert, KeyFile: o.ClientKey, InsecureSkipVerify: o.InsecureTLS, Headers: headers,
 			Method: o.Verb, Timeout: o.QueryTimeout, MaxResponseBytes: o.MaxResponse},
 		ConfigFile: o.ConfigFile,
-		Resolution: resolution,
 	}, nil
 }
