@@ -107,6 +107,11 @@ func newHarness(t *testing.T, o Options) *harness {
 	t.Cleanup(h.server.Close)
 	clock := func() time.Time { return h.now }
 	h.store = storage.New(storage.Options{Source: "prometheus", Resolution: 15 * time.Second, Now: clock})
+	// The pods the fake Prometheus reports are Running, as the pod informer would tell storage; whether their
+	// values are served is then the adapter's and storage's to decide.
+	for _, pod := range []string{"p", "nan", "cpu-only"} {
+		h.store.PodBound("ns", pod, "n1")
+	}
 	o.URL, o.Now = h.server.URL, clock
 	if o.Timeout == 0 {
 		o.Timeout = 2 * time.Second

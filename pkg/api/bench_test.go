@@ -95,6 +95,7 @@ func BenchmarkListPodsRepeated(b *testing.B) {
 		for p := 0; p < 30; p++ {
 			ns, name := fmt.Sprintf("ns-%d", p%10), fmt.Sprintf("app-%d-%d", n, p)
 			_ = indexer.Add(podMeta(ns, name, map[string]string{"app": name}))
+			st.PodBound(ns, name, fmt.Sprintf("node-%d", n))
 			for _, c := range []string{"app", "sidecar"} {
 				batch.Containers = append(batch.Containers, storage.ContainerSample{Namespace: ns, Pod: name, Container: c,
 					Sample: storage.Sample{Timestamp: sampleTime, CPU: 0.123456789, Memory: 100 << 20}})
@@ -176,6 +177,7 @@ func BenchmarkWatchersAndPages(b *testing.B) {
 		for p := 0; p < podsPerNode; p++ {
 			ns, name := fmt.Sprintf("ns-%d", p%10), fmt.Sprintf("app-%d-%d", n, p)
 			_ = indexer.Add(podMeta(ns, name, map[string]string{"app": name}))
+			st.PodBound(ns, name, fmt.Sprintf("node-%d", n))
 		}
 	}
 	cycle(0.1)

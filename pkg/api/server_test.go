@@ -48,6 +48,8 @@ var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 // feed stores two kubelet scrapes of node-a 15s apart: node CPU 0.25 cores, 3Gi; pod ns-a/web-1 containers app
 // (0.1 cores, 20Mi) and sidecar (0.05 cores, 5Mi); pod ns-b/db-1 app (1.5 cores, 1Gi).
 func feed(s *storage.Storage) {
+	s.PodBound("ns-a", "web-1", "node-a") // as the pod informer tells storage
+	s.PodBound("ns-b", "db-1", "node-a")
 	start := t0.Add(-time.Hour)
 	for i, ts := range []time.Time{t0, t0.Add(15 * time.Second)} {
 		f := float64(i * 15)

@@ -78,7 +78,12 @@ func (c *cluster) podStorage() *PodStorage {
 }
 
 func (c *cluster) addNode(name string, lbls map[string]string) { _ = c.nodes.Add(node(name, lbls)) }
-func (c *cluster) addPod(ns, name string)                      { _ = c.pods.Add(podMeta(ns, name, nil)) }
+
+// addPod adds a Running pod to the pod informer, which tells storage (as cmd wires it).
+func (c *cluster) addPod(ns, name string) {
+	_ = c.pods.Add(podMeta(ns, name, nil))
+	c.store.PodBound(ns, name, "node-a")
+}
 
 // next returns the watch's next event, failing the test when none comes in a generous bound (the events are due
 // immediately; the bound only keeps a broken watch from hanging the test). A shared event object is unwrapped into

@@ -45,6 +45,7 @@ func TestConcurrentStoreAndRead(t *testing.T) {
 	c := &clock{now: t0}
 	var mu sync.Mutex
 	s := New(Options{Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return c.now }})
+	bindEvery(s, batches)
 	stop := make(chan struct{})
 	var readers sync.WaitGroup
 	for r := 0; r < 4; r++ {
@@ -100,7 +101,7 @@ func bindEvery(s *Storage, batches []Batch) {
 func BenchmarkStoreCycle(b *testing.B) {
 	batches := cluster(1000, 30, 2)
 	c := &clock{now: t0}
-	s := New(Options{Now: c.Now, Informed: true})
+	s := New(Options{Now: c.Now})
 	bindEvery(s, batches)
 	for i := 0; i < 3; i++ { // warm up: every series exists and its ring is allocated
 		c.now = c.now.Add(15 * time.Second)
@@ -147,6 +148,7 @@ func BenchmarkRead(b *testing.B) {
 	batches := cluster(1000, 30, 2)
 	c := &clock{now: t0}
 	s := New(Options{Now: c.Now})
+	bindEvery(s, batches)
 	for i := 0; i < 2; i++ {
 		c.now = c.now.Add(15 * time.Second)
 		advance(batches, c.now)

@@ -27,11 +27,6 @@ type Options struct {
 	Window time.Duration
 	// StaleAfter is how old a series' newest collection may be and still be served (default 3 Resolutions).
 	StaleAfter time.Duration
-	// Informed says cmd tells storage which pods exist, from the pod informer: PodBound for every Running pod with
-	// the node it is bound to, PodDeleted when it is gone. A pod's samples are then stored only once it is bound,
-	// and only from its own node's batches. Without it (tests of other packages), a pod is stored as first reported,
-	// bound to the key of the batch that reported it.
-	Informed bool
 	// Now is the clock (default time.Now); tests set it. Storage only measures time elapsed on it (Time.Sub), so
 	// the monotonic readings of time.Now make a step of the wall clock harmless.
 	Now func() time.Time
@@ -152,12 +147,9 @@ func (s *Storage) store(b *Batch) Rejection {
 		key := podKey{smp.Namespace, smp.Pod}
 		p := s.pods[key]
 		if p == nil {
-			if s.opts.Informed {
-				// Deleted (a kubelet reports a terminating pod for a while), or not Running yet: keeping it
-				// would only bring back what PodDeleted dropped.
-				continue
-			}
-			p = s.addPod(key, b.Key)
+			// Not bound (PodBound): deleted (a kubelet reports a terminating pod for a while), or not Running yet.
+			// Which pods exist is the informer's to say; keeping it would only bring back what PodDeleted dropped.
+			continue
 		}
 		if b.Key != "" && p.node != b.Key {
 			// Bound to another node: its samples would mix with that node's in one ring. Cluster-wide batches
@@ -250,8 +242,8 @@ func (p *pod) series(name string, history int) *series {
 	return sr
 }
 
-// PodBound tells storage that a pod is Running on node (the pod informer's add and update events, with Informed):
-// from then on its samples are taken from that node's batches only. A pod bound to another node than storage
+// PodBound tells storage that a pod is Running on node (the pod informer's add and update events): from then on
+// its samples are stored, and taken from that node's batches only. A pod bound to another node than storage
 // knew (a deletion missed, then the name reused elsewhere) starts afresh: two nodes' samples never share a ring.
 func (s *Storage) PodBound(namespace, name, node string) {
 	key := podKey{namespace, name}
@@ -266,8 +258,8 @@ func (s *Storage) PodBound(namespace, name, node string) {
 	}
 }
 
-// NodeDeleted drops a deleted node's series and its batch mark at once; cmd calls it from the node informer's
-// delete events. The node's pods go by their own delete events.
+// NodeDeleted drops a deleted node's series at once; cmd calls it from the node informer's delete events. The
+// node's pods go by their own delete events.
 func (s *Storage) NodeDeleted(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -275,7 +267,6 @@ func (s *Storage) NodeDeleted(name string) {
 		seriesPruned.WithLabelValues("deleted").Inc()
 		delete(s.nodes, name)
 	}
-	delete(s.lastBatch, name)
 }
 
 // PodDeleted drops the series of a pod that was deleted (or stopped Running) at once; cmd calls it from the pod

@@ -38,6 +38,13 @@ func (f *fixture) Health() Health     { return f.Latest().Health() }
 func (f *fixture) Unavailable() error { return f.Latest().Unavailable() }
 func (f *fixture) Generation() uint64 { return f.Latest().Generation() }
 
+// bind tells storage that the pods ns/<name> are Running on n1, the node scrape reports, as the pod informer does.
+func (f *fixture) bind(pods ...string) {
+	for _, name := range pods {
+		f.PodBound("ns", name, "n1")
+	}
+}
+
 // scrape stores one node batch taken at the given offset from t0 (also the wall clock) and ends the cycle.
 func (f *fixture) scrape(at time.Duration, nodes []NodeSample, cs []ContainerSample) Rejection {
 	f.clock.now = t0.Add(at)
@@ -187,6 +194,7 @@ func TestContainerLifecycle(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(Options{})
+			f.bind("p", "other")
 			for i, b := range tc.batches {
 				f.scrape(time.Duration(i)*15*sec, nil, b)
 			}
@@ -225,6 +233,7 @@ func TestInvalidAndZeroSamplesAreRejected(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(Options{})
+			f.bind("p")
 			f.scrape(0, nil, []ContainerSample{ctr("p", "app", 0, -time.Hour, 1, 1e6)})
 			rej := f.scrape(15*time.Second, nil, []ContainerSample{ctr("p", "app", 15*time.Second, -time.Hour, tc.cpu, tc.mem)})
 			if rej.Invalid != tc.wantInvalid || rej.Zero != tc.zero || !strings.Contains(rej.Example, "ns/p/app") {
@@ -239,6 +248,7 @@ func TestInvalidAndZeroSamplesAreRejected(t *testing.T) {
 
 func TestRateSamples(t *testing.T) {
 	f := newFixture(Options{})
+	f.bind("p")
 	f.store(&Batch{CPU: CPURate, Window: 5 * time.Minute, Containers: []ContainerSample{
 		ctr("p", "idle", 0, 0, 0, 4096), ctr("p", "busy", 0, 0, 0.123456789, 1e6)}})
 	f.endCycle(Outcome{Success: true})
@@ -253,8 +263,10 @@ func TestRateSamples(t *testing.T) {
 
 func TestStaleAfterAndMissedScrapes(t *testing.T) {
 	f := newFixture(Options{})
-	f.scrape(0, []NodeSample{node("n1", 0, 100, 1e9)}, nil)
-	f.scrape(15*time.Second, []NodeSample{node("n1", 15*time.Second, 103, 1e9)}, nil)
+	f.bind("p")
+	f.scrape(0, []NodeSample{node("n1", 0, 100, 1e9)}, []ContainerSample{ctr("p", "app", 0, -time.Hour, 10, 1e6)})
+	f.scrape(15*time.Second, []NodeSample{node("n1", 15*time.Second, 103, 1e9)},
+		[]ContainerSample{ctr("p", "app", 15*time.Second, -time.Hour, 11, 1e6)})
 	// Missed scrapes: cycles end with nothing stored for n1.
 	for _, at := range []time.Duration{30 * time.Second, 45 * time.Second, 60 * time.Second} {
 		f.clock.now = t0.Add(at)
@@ -272,10 +284,18 @@ func TestStaleAfterAndMissedScrapes(t *testing.T) {
 	if _, ok := f.nodes["n1"]; ok {
 		t.Error("stale series not pruned from storage")
 	}
+	// Staleness is a rule of the data: the pod's samples go, its binding (the informer's to end) stays; and the
+	// batch mark of a key silent for --stale-after goes by the same rule, whatever the key names.
+	if p := f.pods[podKey{"ns", "p"}]; p == nil || len(p.containers) != 0 {
+		t.Errorf("stale pod: %+v, want still bound, without series", p)
+	}
+	if len(f.lastBatch) != 0 {
+		t.Errorf("batch marks %v kept for a key silent for longer than stale-after", f.lastBatch)
+	}
 }
 
 func TestDeletedObjectsArePruned(t *testing.T) {
-	f := newFixture(Options{Informed: true})
+	f := newFixture(Options{})
 	f.PodBound("ns", "p", "n1")
 	f.PodBound("ns", "q", "n1")
 	batch := func(at time.Duration) []ContainerSample {
@@ -298,8 +318,8 @@ func TestDeletedObjectsArePruned(t *testing.T) {
 	if _, ok := f.Pod("ns", "p"); !ok {
 		t.Error("live pod lost when another was deleted")
 	}
-	if len(f.nodes) != 0 || len(f.pods) != 1 || len(f.lastBatch) != 0 {
-		t.Errorf("storage keeps %d nodes, %d pods, %d batch keys; want 0, 1, 0", len(f.nodes), len(f.pods), len(f.lastBatch))
+	if len(f.nodes) != 0 || len(f.pods) != 1 {
+		t.Errorf("storage keeps %d nodes, %d pods; want 0, 1", len(f.nodes), len(f.pods))
 	}
 	// A kubelet goes on reporting a terminating pod for a while: that must not bring it back, nor keep a pod that
 	// was never Running.

@@ -47,9 +47,10 @@ type podEntry struct {
 	from, n     uint32
 }
 
-// prune drops stale series and containers missing from their pod's newest report, and returns how many pods have
-// series left. Deleted nodes and pods are gone already (NodeDeleted, PodDeleted). now is on storage's clock (mono).
-// Called with s.mu held.
+// prune drops stale series, containers missing from their pod's newest report and stale batch marks, and returns
+// how many pods have series left. These are rules of the data; which objects exist is the informers' to say
+// (PodBound, PodDeleted, NodeDeleted), so a stale pod keeps its binding. now is on storage's clock (mono). Called
+// with s.mu held.
 func (s *Storage) prune(now int64) (pods int) {
 	stale := int64(s.opts.StaleAfter)
 	for name, sr := range s.nodes {
@@ -58,7 +59,7 @@ func (s *Storage) prune(now int64) (pods int) {
 			delete(s.nodes, name)
 		}
 	}
-	for key, p := range s.pods {
+	for _, p := range s.pods {
 		switch {
 		case len(p.containers) == 0: // bound, no samples yet
 		case now-p.newestSeen() <= stale:
@@ -66,13 +67,13 @@ func (s *Storage) prune(now int64) (pods int) {
 			// container removed by a restart of the pod sandbox).
 			p.containers = slices.DeleteFunc(p.containers, func(c container) bool { return c.batch != p.batch })
 			pods++
-		case s.opts.Informed: // the pod still exists: keep its binding, forget its samples
+		default: // the pod still exists: keep its binding, forget its samples
 			seriesPruned.WithLabelValues("stale").Add(float64(len(p.containers)))
 			p.containers = nil
-		default:
-			s.dropPod(key, p, "stale")
 		}
 	}
+	// A batch key's mark (its previous batch) goes when the key has sent nothing for StaleAfter, whatever the key
+	// names: containers of a key heard from again after that are not counted as new since its previous batch.
 	for key, m := range s.lastBatch {
 		if now-m.seen > stale {
 			delete(s.lastBatch, key)

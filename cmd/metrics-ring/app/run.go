@@ -79,7 +79,6 @@ func Wire(o *Options, client kubernetes.Interface, restConfig *rest.Config) (*Wi
 		Resolution: o.MetricResolution,
 		Window:     o.Window,
 		StaleAfter: o.StaleAfter,
-		Informed:   true,
 	})
 	if _, err := podInformer.AddEventHandler(podBindings(store)); err != nil {
 		return nil, fmt.Errorf("pod informer: %w", err)
