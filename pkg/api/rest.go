@@ -69,11 +69,7 @@ func (s *metricsREST[P]) NewList() runtime.Object { return s.info.newList() }
 // one snapshot whose generation is the list's resourceVersion; limit and continue page through that snapshot.
 // Every list and page of one snapshot and selection shares one build (see build).
 func (s *metricsREST[P]) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
-	latest := s.snaps.Latest()
-	if err := unavailable(latest); err != nil {
-		return nil, err
-	}
-	sel, err := listSelectors(opts, s.info.namespaced)
+	latest, sel, err := s.begin(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -135,6 +131,17 @@ func (s *metricsREST[P]) Get(ctx context.Context, name string, _ *metav1.GetOpti
 // Watch implements rest.Watcher: ADDED, MODIFIED and DELETED events as collections land (see startWatch).
 func (s *metricsREST[P]) Watch(ctx context.Context, opts *metainternalversion.ListOptions) (watch.Interface, error) {
 	return s.startWatch(ctx, opts)
+}
+
+// begin starts a list or a watch: it loads the newest snapshot, the one whose health decides the 503 (and, for a
+// list without continue, the one read), and parses the request's selectors.
+func (s *metricsREST[P]) begin(opts *metainternalversion.ListOptions) (storage.Snapshot, selectors, error) {
+	latest := s.snaps.Latest()
+	if err := unavailable(latest); err != nil {
+		return nil, selectors{}, err
+	}
+	sel, err := listSelectors(opts, s.info.namespaced)
+	return latest, sel, err
 }
 
 // unavailable turns a snapshot's reason to refuse service into the 503 that `kubectl top` prints.

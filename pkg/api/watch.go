@@ -32,11 +32,7 @@ const resultBuffer = 128
 // retained snapshots, or from another replica or an earlier run of this one) is 410 Gone, so the client lists again.
 // The watch limits are checked before any build is made for the request.
 func (s *metricsREST[P]) startWatch(ctx context.Context, opts *metainternalversion.ListOptions) (watch.Interface, error) {
-	latest := s.snaps.Latest()
-	if err := unavailable(latest); err != nil {
-		return nil, err
-	}
-	sel, err := listSelectors(opts, s.info.namespaced)
+	latest, sel, err := s.begin(opts)
 	if err != nil {
 		return nil, err
 	}
