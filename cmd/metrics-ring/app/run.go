@@ -136,16 +136,16 @@ func Wire(o *Options, client kubernetes.Interface, restConfig *rest.Config) (*Wi
 // /readyz fails at once, the server goes on serving for --shutdown-delay-duration so that endpoints drain, ends
 // the watches and returns; the informers and the source run until then, so what is served stays fresh.
 func (w *Wired) Run(ctx context.Context) error {
-	collect, stop := context.WithCancel(context.WithoutCancel(ctx))
+	background, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
-	w.start(collect.Done())
-	go returnStartupMemory(collect, w.Storage.Latest().Changed())
+	w.start(background.Done())
+	go returnStartupMemory(background, w.Storage.Latest().Changed())
 	go func() {
-		if !cache.WaitForCacheSync(collect.Done(), w.synced...) {
+		if !cache.WaitForCacheSync(background.Done(), w.synced...) {
 			return
 		}
 		klog.InfoS("Informers synced, starting collection")
-		w.Loop.Run(collect)
+		w.Loop.Run(background)
 	}()
 	return w.Server.PrepareRun().RunWithContext(ctx)
 }
