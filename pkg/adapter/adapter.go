@@ -8,37 +8,26 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	"github.com/metrics-ring/metrics-ring/pkg/logonly"
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
-// Store is where the adapter writes: pkg/storage.Storage.
-type Store interface {
-	Store(*storage.Batch) storage.Rejection
-	EndCycle(success bool, err error)
-}
-
 // Options configure the Prometheus source.
 type Options struct {
 	ClientOptions
 	// ConfigFile is a prometheus-adapter config file (or its ConfigMap manifest); "" uses the defaults.
 	ConfigFile string
-	// Resolution is the poll interval.
-	Resolution time.Duration
-	// Now is the clock (default time.Now).
+	// Now is the clock of the queries' evaluation time (default time.Now).
 	Now func() time.Time
 }
 
-// Adapter polls Prometheus for every container's and node's CPU, memory and swap and writes them to storage.
+// Adapter polls Prometheus for every container's and node's CPU, memory and swap, one poll per Collect.
 type Adapter struct {
-	client     *client
-	queries    *queries
-	store      Store
-	resolution time.Duration
-	now        func() time.Time
+	client  *client
+	queries *queries
+	now     func() time.Time
 
 	// failing remembers which queries failed ("error") or warned ("warning") in the previous poll, and whether
 	// series were skipped, to log once per streak.
@@ -46,7 +35,7 @@ type Adapter struct {
 }
 
 // New loads and checks the config and builds the HTTP client: every problem is reported here, at start-up.
-func New(o Options, store Store) (*Adapter, error) {
+func New(o Options) (*Adapter, error) {
 	registerMetrics()
 	cfg, err := LoadConfig(o.ConfigFile)
 	if err != nil {
@@ -60,23 +49,18 @@ func New(o Options, store Store) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.Resolution <= 0 {
-		return nil, fmt.Errorf("metric resolution %s: must be positive", o.Resolution)
-	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	for _, q := range q.all() {
 		klog.V(1).InfoS("Prometheus query", "query", q.name, "promql", q.promql, "window", q.window)
 	}
-	return &Adapter{client: c, queries: q, store: store, resolution: o.Resolution, now: o.Now,
-		failing: map[string]string{}}, nil
+	return &Adapter{client: c, queries: q, now: o.Now, failing: map[string]string{}}, nil
 }
 
-// Run polls once at once, then every resolution, until ctx is done. Polls never overlap.
-func (a *Adapter) Run(ctx context.Context) {
-	wait.UntilWithContext(ctx, a.Poll, a.resolution)
-}
+// Budget is how long one poll may take: the queries run at once, each within the query timeout (and the moment
+// left to Prometheus to answer its own timeout, see client.deadline).
+func (a *Adapter) Budget() time.Duration { return a.client.deadline() }
 
 // result is one query's outcome.
 type result struct {
@@ -85,11 +69,11 @@ type result struct {
 	err      error
 }
 
-// Poll runs one collection cycle: the queries at one evaluation time, their results into storage, and the cycle's
-// outcome. A cycle succeeds when every CPU and memory query returned data; a partial one still stores what it has.
+// Collect runs one poll: the queries at one evaluation time, their results handed to add, and the cycle's outcome.
+// A cycle succeeds when every CPU and memory query returned data; a partial one still stores what it has.
 // The swap queries are optional (DESIGN.md section 4): no data is no swap, and a failing swap query is an error of
 // the cycle (counted, logged, kept as its last error) that loses only the swap of that cycle, not the collection.
-func (a *Adapter) Poll(ctx context.Context) {
+func (a *Adapter) Collect(ctx context.Context, add storage.AppendFunc) storage.Outcome {
 	start := a.now()
 	ts := evalTime(start)
 	qs := a.queries.all()
@@ -124,17 +108,16 @@ func (a *Adapter) Poll(ctx context.Context) {
 	containers := mapContainers(results[0].vec, results[1].vec, containerSwap, &qc.containerCPU,
 		&qc.containerMemory, qc.containerSwap, &sk)
 	// Nodes and containers may average CPU over different windows, so they go in separate batches.
-	rej := a.store.Store(&storage.Batch{CPU: storage.CPURate, Window: qc.nodeCPU.window, Nodes: nodes})
-	r2 := a.store.Store(&storage.Batch{CPU: storage.CPURate, Window: qc.containerCPU.window, Containers: containers})
+	rej := add(&storage.Batch{CPU: storage.CPURate, Window: qc.nodeCPU.window, Nodes: nodes})
+	r2 := add(&storage.Batch{CPU: storage.CPURate, Window: qc.containerCPU.window, Containers: containers})
 	rej.Invalid, rej.Zero, rej.InvalidSwap = rej.Invalid+r2.Invalid, rej.Zero+r2.Zero, rej.InvalidSwap+r2.InvalidSwap
 	if rej.Example == "" {
 		rej.Example = r2.Example
 	}
 	a.reportSkipped(sk, rej)
 	err := errors.Join(errs...)
-	a.store.EndCycle(!failed, err)
-	pollDuration.Observe(a.now().Sub(start).Seconds())
 	klog.V(2).InfoS("Polled Prometheus", "nodes", len(nodes), "containers", len(containers), "duration", a.now().Sub(start), "err", err)
+	return storage.Outcome{Success: !failed, Err: err}
 }
 
 // run runs one query. A panic loses that query only (DESIGN.md section 3): an error, counted and logged with its

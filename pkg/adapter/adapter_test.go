@@ -107,11 +107,16 @@ func newHarness(t *testing.T, o Options) *harness {
 	t.Cleanup(h.server.Close)
 	clock := func() time.Time { return h.now }
 	h.store = storage.New(storage.Options{Source: "prometheus", Resolution: 15 * time.Second, Now: clock})
-	o.URL, o.Resolution, o.Now = h.server.URL, 15*time.Second, clock
+	// The pods the fake Prometheus reports are Running, as the pod informer would tell storage; whether their
+	// values are served is then the adapter's and storage's to decide.
+	for _, pod := range []string{"p", "nan", "cpu-only"} {
+		h.store.PodBound("ns", pod, "n1")
+	}
+	o.URL, o.Now = h.server.URL, clock
 	if o.Timeout == 0 {
 		o.Timeout = 2 * time.Second
 	}
-	a, err := New(o, h.store)
+	a, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,15 +126,19 @@ func newHarness(t *testing.T, o Options) *harness {
 
 func (h *harness) poll(after time.Duration) {
 	h.now = h.now.Add(after)
-	h.adapter.Poll(context.Background())
+	// As the collection loop runs a cycle: within the adapter's budget, into a storage cycle, its outcome committed.
+	ctx, cancel := context.WithTimeout(context.Background(), h.adapter.Budget())
+	defer cancel()
+	c := h.store.BeginCycle()
+	c.Commit(h.adapter.Collect(ctx, c.Append))
 }
 
 func TestPollServesPrometheusNumbers(t *testing.T) {
 	h := newHarness(t, Options{})
 	h.poll(0)
-	p, ok := h.store.Pod("ns", "p")
+	p, ok := h.store.Latest().Pod("ns", "p")
 	if !ok || len(p.Containers) != 2 {
-		t.Fatalf("pod not served after one poll: %+v %v (health %+v)", p, ok, h.store.Health())
+		t.Fatalf("pod not served after one poll: %+v %v (health %+v)", p, ok, h.store.Latest().Health())
 	}
 	if p.Containers[0].CPU != 123_456_789 || p.Containers[0].Memory != 1<<20 || p.Containers[1].CPU != 0 {
 		t.Errorf("containers = %+v: want nanocore precision, memory exact, an idle sidecar at 0", p.Containers)
@@ -137,10 +146,10 @@ func TestPollServesPrometheusNumbers(t *testing.T) {
 	if p.Window != time.Minute {
 		t.Errorf("window = %s, want the default query's range 1m", p.Window)
 	}
-	if n, ok := h.store.Node("n1"); !ok || n.CPU != 1_500_000_000 || n.Memory != 3<<30 {
+	if n, ok := h.store.Latest().Node("n1"); !ok || n.CPU != 1_500_000_000 || n.Memory != 3<<30 {
 		t.Errorf("node = %+v %v", n, ok)
 	}
-	if err := h.store.Unavailable(); err != nil {
+	if err := h.store.Latest().Unavailable(); err != nil {
 		t.Errorf("unavailable after a good poll: %v", err)
 	}
 }
@@ -188,7 +197,7 @@ func TestFailuresAreNeverSilent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, Options{ClientOptions: ClientOptions{Timeout: 200 * time.Millisecond}})
 			h.poll(0)
-			if _, ok := h.store.Pod("ns", "p"); !ok {
+			if _, ok := h.store.Latest().Pod("ns", "p"); !ok {
 				t.Fatal("healthy poll not served")
 			}
 			if tc.break_ != nil {
@@ -204,16 +213,16 @@ func TestFailuresAreNeverSilent(t *testing.T) {
 			if after, _ := testutil.GetCounterMetricValue(counter); after != before+1 {
 				t.Errorf("metrics_ring_prometheus_queries_total{query=node cpu,outcome=%s} went %v -> %v, want +1", tc.wantOutcome, before, after)
 			}
-			if err := h.store.Unavailable(); err != nil {
+			if err := h.store.Latest().Unavailable(); err != nil {
 				t.Fatalf("one failed poll within stale-after must keep serving: %v", err)
 			}
-			if _, ok := h.store.Pod("ns", "p"); !ok {
+			if _, ok := h.store.Latest().Pod("ns", "p"); !ok {
 				t.Error("last good data not served within stale-after")
 			}
 			for i := 0; i < 3; i++ {
 				h.poll(15 * time.Second)
 			}
-			err := h.store.Unavailable()
+			err := h.store.Latest().Unavailable()
 			if err == nil || !strings.Contains(err.Error(), "prometheus") || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("after stale-after: unavailable = %v, want a reason naming prometheus and %q", err, tc.wantErr)
 			}
@@ -240,15 +249,15 @@ func TestWarningsNaNDuplicatesAndPartialVectors(t *testing.T) {
 	h.prom.results["container_memory_working_set_bytes"] = []series{
 		ctrSeries("ns", "p", "app", "1048576"), ctrSeries("ns", "nan", "app", "4096")}
 	h.poll(0)
-	if p, ok := h.store.Pod("ns", "p"); !ok || p.Containers[0].CPU != 500_000_000 {
+	if p, ok := h.store.Latest().Pod("ns", "p"); !ok || p.Containers[0].CPU != 500_000_000 {
 		t.Errorf("duplicate series: got %+v %v, want the larger value 0.5 cores", p, ok)
 	}
 	for _, pod := range []string{"nan", "cpu-only", "no-namespace"} {
-		if p, ok := h.store.Pod("ns", pod); ok {
+		if p, ok := h.store.Latest().Pod("ns", pod); ok {
 			t.Errorf("pod %s served: %+v", pod, p)
 		}
 	}
-	if err := h.store.Unavailable(); err != nil {
+	if err := h.store.Latest().Unavailable(); err != nil {
 		t.Errorf("a poll with warnings still has data: %v", err)
 	}
 }

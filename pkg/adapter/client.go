@@ -125,6 +125,10 @@ func newClient(o ClientOptions) (*client, error) {
 		timeout: o.Timeout, maxBytes: o.MaxResponseBytes}, nil
 }
 
+// deadline bounds one query: the timeout, and a moment left to Prometheus to answer its own timeout with a clear
+// error.
+func (c *client) deadline() time.Duration { return c.timeout + c.timeout/10 + 100*time.Millisecond }
+
 // errTimeout marks a query that ran out of time, so it is counted apart from other failures.
 var errTimeout = errors.New("timed out")
 
@@ -136,8 +140,7 @@ func (c *client) query(ctx context.Context, promql string, ts time.Time) (model.
 		"time":    {strconv.FormatFloat(float64(ts.UnixMilli())/1e3, 'f', 3, 64)},
 		"timeout": {model.Duration(c.timeout).String()},
 	}
-	// The HTTP deadline leaves Prometheus a moment to answer its own timeout with a clear error.
-	ctx, cancel := context.WithTimeout(ctx, c.timeout+c.timeout/10+100*time.Millisecond)
+	ctx, cancel := context.WithTimeout(ctx, c.deadline())
 	defer cancel()
 	var req *http.Request
 	var err error

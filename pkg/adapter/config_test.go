@@ -89,8 +89,7 @@ func TestConfigErrorsNameTheProblem(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tc.config), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := New(Options{ConfigFile: path, ClientOptions: ClientOptions{URL: "http://127.0.0.1:1", Timeout: time.Second},
-				Resolution: time.Second}, nil)
+			_, err := New(Options{ConfigFile: path, ClientOptions: ClientOptions{URL: "http://127.0.0.1:1", Timeout: time.Second}})
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("error = %v, want one naming %q", err, tc.wantErr)
 			}

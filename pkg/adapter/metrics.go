@@ -29,18 +29,12 @@ var (
 		Help:           "Result series not served: missing naming labels (unmapped), naming an object twice (duplicate), or CPU without memory (partial).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
-	pollDuration = metrics.NewHistogram(&metrics.HistogramOpts{
-		Namespace: "metrics_ring", Subsystem: "prometheus", Name: "collection_duration_seconds",
-		Help:           "Duration of each collection cycle (one poll of every query).",
-		Buckets:        metrics.ExponentialBuckets(0.005, 2, 14),
-		StabilityLevel: metrics.ALPHA,
-	})
 
 	registerOnce sync.Once
 )
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(queriesTotal, queryWarnings, queryDuration, seriesSkipped, pollDuration)
+		legacyregistry.MustRegister(queriesTotal, queryWarnings, queryDuration, seriesSkipped)
 	})
 }

@@ -135,12 +135,12 @@ func TestOversizedQueryIsCountedAndNamed(t *testing.T) {
 	if after, _ := testutil.GetCounterMetricValue(counter); after != before+1 {
 		t.Errorf("queries_total{container cpu, error} went %v -> %v, want +1", before, after)
 	}
-	err := h.store.Unavailable()
+	err := h.store.Latest().Unavailable()
 	if err == nil || !strings.Contains(err.Error(), "container cpu query: reading response of") ||
 		!strings.Contains(err.Error(), "response too large: over the cap of 2000 bytes") {
 		t.Fatalf("unavailable = %v, want the container cpu query's cap", err)
 	}
-	if _, ok := h.store.Node("n1"); !ok {
+	if _, ok := h.store.Latest().Node("n1"); !ok {
 		t.Error("the node queries' data was lost with the oversized container query")
 	}
 }
@@ -173,10 +173,10 @@ func TestQueryPanicLosesOnlyThatQuery(t *testing.T) {
 	if after, _ := testutil.GetCounterMetricValue(counter); after != before+2 {
 		t.Errorf("queries_total{node cpu, panic} went %v -> %v, want +2", before, after)
 	}
-	if _, ok := h.store.Pod("ns", "p"); !ok {
+	if _, ok := h.store.Latest().Pod("ns", "p"); !ok {
 		t.Error("the container queries' data was lost with the query that panicked")
 	}
-	err := h.store.Unavailable()
+	err := h.store.Latest().Unavailable()
 	if err == nil || !strings.Contains(err.Error(), "node cpu query: running the query: panic") || strings.Contains(err.Error(), "nil map") {
 		t.Fatalf("unavailable = %v, want the node cpu query's panic without its value", err)
 	}

@@ -79,15 +79,15 @@ func TestSwap(t *testing.T) {
 			if len(h.prom.requests) != tc.requests {
 				t.Errorf("%d requests, want %d", len(h.prom.requests), tc.requests)
 			}
-			health := h.store.Health()
+			health := h.store.Latest().Health()
 			if (health.LastSuccess.IsZero()) || (health.LastError != nil) != tc.swapErr {
 				t.Errorf("health %+v: want a success, with an error only when swap failed", health)
 			}
-			n, ok := h.store.Node("n1")
+			n, ok := h.store.Latest().Node("n1")
 			if !ok {
 				t.Fatal("node not served")
 			}
-			p, ok := h.store.Pod("ns", "p")
+			p, ok := h.store.Latest().Pod("ns", "p")
 			if !ok || len(p.Containers) != 2 {
 				t.Fatalf("pod not served: %+v", p)
 			}

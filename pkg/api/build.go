@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -130,11 +129,8 @@ var errLeaderGone = errors.New("the request building this list ended")
 
 // get returns the build of sel at snap (resourceVersion rv), making it when nobody has. Concurrent requests for one
 // build wait for it rather than each making their own; making one waits for a slot of buildLimit.
-func (c *buildCache[P]) get(ctx context.Context, snap points, rv string, sel scope) (*build[P], error) {
-	gen, err := strconv.ParseUint(rv, 10, 64)
-	if err != nil { // storage without snapshots: nothing to share
-		return c.make(ctx, snap, rv, sel, nil)
-	}
+func (c *buildCache[P]) get(ctx context.Context, snap storage.Snapshot, sel scope) (*build[P], error) {
+	gen := snap.Generation()
 	key := sel.key()
 	for {
 		c.mu.Lock()
@@ -142,9 +138,7 @@ func (c *buildCache[P]) get(ctx context.Context, snap points, rv string, sel sco
 		if g == nil {
 			g = &genBuilds[P]{bySel: map[string]*build[P]{}}
 			c.gens[gen] = g
-			if s, ok := snap.(storage.Snapshot); ok {
-				go c.dropOn(s.Changed(), gen)
-			}
+			go c.dropOn(snap.Changed(), gen)
 		}
 		b, ok := g.bySel[key]
 		if !ok && len(g.bySel) < maxBuildsPerGen {
@@ -153,10 +147,10 @@ func (c *buildCache[P]) get(ctx context.Context, snap points, rv string, sel sco
 		}
 		c.mu.Unlock()
 		if b == nil {
-			return c.make(ctx, snap, rv, sel, nil)
+			return c.make(ctx, snap, sel, nil)
 		}
 		if !ok {
-			return c.lead(ctx, b, g, key, snap, rv, sel)
+			return c.lead(ctx, b, g, key, snap, sel)
 		}
 		select {
 		case <-b.done:
@@ -170,7 +164,7 @@ func (c *buildCache[P]) get(ctx context.Context, snap points, rv string, sel sco
 }
 
 // lead makes the build b that waiters wait for. An error is not kept: the next request tries again.
-func (c *buildCache[P]) lead(ctx context.Context, b *build[P], g *genBuilds[P], key string, snap points, rv string, sel scope) (*build[P], error) {
+func (c *buildCache[P]) lead(ctx context.Context, b *build[P], g *genBuilds[P], key string, snap storage.Snapshot, sel scope) (*build[P], error) {
 	defer func() {
 		if r := recover(); r != nil {
 			b.err = fmt.Errorf("building the list panicked: %v", r)
@@ -185,7 +179,7 @@ func (c *buildCache[P]) lead(ctx context.Context, b *build[P], g *genBuilds[P], 
 		}
 		close(b.done)
 	}()
-	made, err := c.make(ctx, snap, rv, sel, g)
+	made, err := c.make(ctx, snap, sel, g)
 	if err != nil {
 		b.err = err
 		if ctx.Err() != nil {
@@ -198,7 +192,7 @@ func (c *buildCache[P]) lead(ctx context.Context, b *build[P], g *genBuilds[P], 
 }
 
 // make builds sel's entries at snap, in a slot of buildLimit.
-func (c *buildCache[P]) make(ctx context.Context, snap points, rv string, sel scope, g *genBuilds[P]) (*build[P], error) {
+func (c *buildCache[P]) make(ctx context.Context, snap storage.Snapshot, sel scope, g *genBuilds[P]) (*build[P], error) {
 	release, err := c.res.limit.acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -224,8 +218,7 @@ func (c *buildCache[P]) make(ctx context.Context, snap points, rv string, sel sc
 	}
 	sort.Slice(es, func(i, j int) bool { return es[i].less(&es[j].object) })
 	buildsMade.Inc()
-	gen, _ := strconv.ParseUint(rv, 10, 64)
-	return &build[P]{res: s, rv: rv, generation: gen, created: now, entries: es, done: closed, kept: g}, nil
+	return &build[P]{res: s, rv: rv(snap), generation: snap.Generation(), created: now, entries: es, done: closed, kept: g}, nil
 }
 
 var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()

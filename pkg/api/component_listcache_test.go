@@ -87,11 +87,12 @@ func TestComponentSharedLists(t *testing.T) {
 
 // feedPod stores one collection at ts in which only web-1's app container moved, to cumulative cpu.
 func feedPod(s *storage.Storage, ts time.Time, cpu float64) {
-	s.Store(&storage.Batch{Key: "node-a", CPU: storage.CPUCumulative, Containers: []storage.ContainerSample{
+	cy := s.BeginCycle()
+	cy.Append(&storage.Batch{Key: "node-a", CPU: storage.CPUCumulative, Containers: []storage.ContainerSample{
 		{Namespace: "ns-a", Pod: "web-1", Container: "app", Sample: storage.Sample{Timestamp: ts, StartTime: t0.Add(-time.Hour), CPU: cpu, Memory: 20 << 20}},
 		{Namespace: "ns-a", Pod: "web-1", Container: "sidecar", Sample: storage.Sample{Timestamp: ts, StartTime: t0.Add(-time.Hour), CPU: 5 + 0.05*30, Memory: 5 << 20}},
 	}})
-	s.EndCycle(true, nil)
+	cy.Commit(storage.Outcome{Success: true})
 }
 
 // TestListsSharedWithinOneCollection: requests of one collection with the same namespace and selectors get one
@@ -177,14 +178,14 @@ func TestListBuiltOnceUnderConcurrency(t *testing.T) {
 	k := &hookedKind[storage.PodPoint]{kind: podKind{pods: cache.NewGenericLister(c.pods, podResource)},
 		block: make(chan struct{})}
 	s := newMetricsREST[storage.PodPoint](c.store, k)
-	snap, rv := latest(c.store)
+	snap := c.store.Latest()
 	var wg sync.WaitGroup
 	got := make([]*build[storage.PodPoint], 50)
 	for i := range got {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			b, err := s.builds.get(context.Background(), snap, rv, scope{selectors: selectors{labels: labels.Everything()}})
+			b, err := s.builds.get(context.Background(), snap, scope{selectors: selectors{labels: labels.Everything()}})
 			if err != nil {
 				t.Error(err)
 			}
@@ -197,7 +198,7 @@ func TestListBuiltOnceUnderConcurrency(t *testing.T) {
 	for k.builds.Load() == 0 {
 		time.Sleep(time.Millisecond)
 	}
-	if _, err := s.builds.get(ctx, snap, rv, scope{selectors: selectors{labels: labels.Everything()}}); err != context.Canceled {
+	if _, err := s.builds.get(ctx, snap, scope{selectors: selectors{labels: labels.Everything()}}); err != context.Canceled {
 		t.Errorf("a cancelled waiter: %v, want context.Canceled", err)
 	}
 	close(k.block)
@@ -213,11 +214,11 @@ func TestListBuiltOnceUnderConcurrency(t *testing.T) {
 
 	k.fail = errors.New("informer gone")
 	sel := scope{namespace: "ns-a", selectors: selectors{labels: labels.Everything()}}
-	if _, err := s.builds.get(context.Background(), snap, rv, sel); err == nil {
+	if _, err := s.builds.get(context.Background(), snap, sel); err == nil {
 		t.Fatal("a failed build returned no error")
 	}
 	k.fail = nil
-	if _, err := s.builds.get(context.Background(), snap, rv, sel); err != nil || k.builds.Load() != 3 {
+	if _, err := s.builds.get(context.Background(), snap, sel); err != nil || k.builds.Load() != 3 {
 		t.Errorf("after a failed build the next request did not build again: %v, %d builds", err, k.builds.Load())
 	}
 }

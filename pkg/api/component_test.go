@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/metrics/pkg/apis/metrics"
+
+	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
 // TestComponent runs the real server in-process and reads it as the aggregator would, with the metrics clientset:
@@ -168,7 +170,7 @@ func TestComponent(t *testing.T) {
 	// Collection stops succeeding: list and get are 503 naming the source and its error; discovery, OpenAPI and
 	// readiness keep answering 200 so the APIService stays available.
 	ts.clock.Set(t0.Add(2 * time.Minute))
-	ts.store.EndCycle(false, errors.New("node-a: dial tcp 10.0.0.1:10250: connection refused"))
+	ts.store.BeginCycle().Commit(storage.Outcome{Err: errors.New("node-a: dial tcp 10.0.0.1:10250: connection refused")})
 	for _, c := range ts.versionClients(t, false) {
 		_, err := c.nodes(ctx, metav1.ListOptions{})
 		if !apierrors.IsServiceUnavailable(err) || !strings.Contains(err.Error(), "kubelet") || !strings.Contains(err.Error(), "connection refused") {

@@ -44,14 +44,15 @@ func TestComponentWatchAndPages(t *testing.T) {
 			ts.clock.Set(next.Add(time.Second))
 			cum, f := 1000+0.25*15+0.5*next.Sub(t0.Add(15*time.Second)).Seconds(), next.Sub(t0).Seconds()
 			start := t0.Add(-time.Hour)
-			ts.store.Store(&storage.Batch{Key: "node-a", CPU: storage.CPUCumulative, Nodes: []storage.NodeSample{{Node: "node-a",
+			cy := ts.store.BeginCycle()
+			cy.Append(&storage.Batch{Key: "node-a", CPU: storage.CPUCumulative, Nodes: []storage.NodeSample{{Node: "node-a",
 				Sample: storage.Sample{Timestamp: next, StartTime: start, CPU: cum, Memory: 3 << 30}}},
 				Containers: []storage.ContainerSample{
 					{Namespace: "ns-a", Pod: "web-1", Container: "app", Sample: storage.Sample{Timestamp: next, StartTime: start, CPU: 10 + 0.1*f, Memory: 20 << 20}},
 					{Namespace: "ns-a", Pod: "web-1", Container: "sidecar", Sample: storage.Sample{Timestamp: next, StartTime: start, CPU: 5 + 0.05*f, Memory: 5 << 20}},
 					{Namespace: "ns-b", Pod: "db-1", Container: "app", Sample: storage.Sample{Timestamp: next, StartTime: start, CPU: 50 + 1.5*f, Memory: 1 << 30}},
 				}})
-			ts.store.EndCycle(true, nil)
+			cy.Commit(storage.Outcome{Success: true})
 
 			select {
 			case ev := <-w.ResultChan():
@@ -151,9 +152,10 @@ func TestComponentWatchVersionsShareEvents(t *testing.T) {
 	}
 	next := t0.Add(30 * time.Second)
 	ts.clock.Set(next.Add(time.Second))
-	ts.store.Store(&storage.Batch{Key: "node-a", CPU: storage.CPUCumulative, Nodes: []storage.NodeSample{{Node: "node-a",
+	cy := ts.store.BeginCycle()
+	cy.Append(&storage.Batch{Key: "node-a", CPU: storage.CPUCumulative, Nodes: []storage.NodeSample{{Node: "node-a",
 		Sample: storage.Sample{Timestamp: next, StartTime: t0.Add(-time.Hour), CPU: 1000 + 0.25*30, Memory: 3 << 30}}}})
-	ts.store.EndCycle(true, nil)
+	cy.Commit(storage.Outcome{Success: true})
 	for v, r := range streams {
 		line, err := r.ReadString('\n')
 		if err != nil {

@@ -1,10 +1,13 @@
 package api
 
 import (
+	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -12,26 +15,82 @@ import (
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
-// fakeMetrics is a MetricsReader and HealthReader with fixed answers.
+// fakeMetrics is Snapshots with fixed answers. Every Latest is a new generation (the previous one's Changed
+// closed), as if a collection landed between any two requests: nothing is shared between requests.
 type fakeMetrics struct {
 	nodes  map[string]storage.NodePoint
 	pods   map[string]storage.PodPoint // key "ns/name"
 	err    error
-	ready  bool
 	health storage.Health
+
+	mu  sync.Mutex
+	cur *fakeSnapshot
 }
 
-func (f *fakeMetrics) Node(name string) (storage.NodePoint, bool) {
+// fakeSnapshot is one generation of a fakeMetrics.
+type fakeSnapshot struct {
+	*fakeMetrics
+	gen     uint64
+	changed chan struct{}
+}
+
+func (f *fakeMetrics) Latest() storage.Snapshot {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	next := &fakeSnapshot{fakeMetrics: f, gen: 1, changed: make(chan struct{})}
+	if f.cur != nil {
+		next.gen = f.cur.gen + 1
+		close(f.cur.changed)
+	}
+	f.cur = next
+	return next
+}
+
+func (f *fakeMetrics) At(gen uint64) (storage.Snapshot, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cur == nil || f.cur.gen != gen {
+		return nil, false
+	}
+	return f.cur, true
+}
+
+func (f *fakeSnapshot) Node(name string) (storage.NodePoint, bool) {
 	p, ok := f.nodes[name]
 	return p, ok
 }
-func (f *fakeMetrics) Pod(ns, name string) (storage.PodPoint, bool) {
+func (f *fakeSnapshot) Pod(ns, name string) (storage.PodPoint, bool) {
 	p, ok := f.pods[ns+"/"+name]
 	return p, ok
 }
-func (f *fakeMetrics) Unavailable() error     { return f.err }
-func (f *fakeMetrics) Ready() bool            { return f.ready }
-func (f *fakeMetrics) Health() storage.Health { return f.health }
+func (f *fakeSnapshot) Generation() uint64       { return f.gen }
+func (f *fakeSnapshot) Changed() <-chan struct{} { return f.changed }
+func (f *fakeSnapshot) Unavailable() error       { return f.err }
+func (f *fakeSnapshot) Health() storage.Health   { return f.health }
+func (f *fakeSnapshot) Each(node func(string), pod func(string, string)) {
+	for name := range f.nodes {
+		if node != nil {
+			node(name)
+		}
+	}
+	for key := range f.pods {
+		if ns, name, ok := strings.Cut(key, "/"); ok && pod != nil {
+			pod(ns, name)
+		}
+	}
+}
+
+// unshared is the plain list in a list that a build keeps for sharing (sharedNodeList, sharedPodList), and any
+// other object as it is.
+func unshared(obj runtime.Object) runtime.Object {
+	switch l := obj.(type) {
+	case *sharedNodeList:
+		return l.NodeMetricsList
+	case *sharedPodList:
+		return l.PodMetricsList
+	}
+	return obj
+}
 
 var sampleTime = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 

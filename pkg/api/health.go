@@ -29,7 +29,7 @@ const startupAllowance = 2 * time.Minute
 
 // healthChecks implements the checks of DESIGN.md section 3.
 type healthChecks struct {
-	store  HealthReader
+	snaps  Snapshots
 	synced func() bool
 	bound  time.Duration
 	grace  time.Duration
@@ -37,7 +37,7 @@ type healthChecks struct {
 	now    func() time.Time
 }
 
-func newHealthChecks(store HealthReader, synced func() bool, resolution, timeout time.Duration, now func() time.Time) *healthChecks {
+func newHealthChecks(snaps Snapshots, synced func() bool, resolution, timeout time.Duration, now func() time.Time) *healthChecks {
 	if now == nil {
 		now = time.Now
 	}
@@ -45,7 +45,7 @@ func newHealthChecks(store HealthReader, synced func() bool, resolution, timeout
 		synced = func() bool { return true }
 	}
 	bound := LivenessBound(resolution, timeout)
-	return &healthChecks{store: store, synced: synced, bound: bound, grace: bound + startupAllowance, start: now(), now: now}
+	return &healthChecks{snaps: snaps, synced: synced, bound: bound, grace: bound + startupAllowance, start: now(), now: now}
 }
 
 // readyz returns the readiness checks: informers synced, then the first collection cycle finished. Neither ever
@@ -73,14 +73,14 @@ func (h *healthChecks) firstCycleDone(*http.Request) error {
 	if !h.synced() {
 		return fmt.Errorf("waiting for informers to sync before the first collection")
 	}
-	if !h.store.Ready() {
-		return fmt.Errorf("the first %s collection cycle has not finished yet", h.store.Health().Source)
+	if hl := h.snaps.Latest().Health(); hl.Cycles == 0 {
+		return fmt.Errorf("the first %s collection cycle has not finished yet", hl.Source)
 	}
 	return nil
 }
 
 func (h *healthChecks) collectionTimely(*http.Request) error {
-	hl := h.store.Health()
+	hl := h.snaps.Latest().Health()
 	now := h.now()
 	if hl.LastCycle.IsZero() {
 		if since := now.Sub(h.start); since > h.grace {

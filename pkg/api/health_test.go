@@ -38,7 +38,10 @@ func TestHealthChecks(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			now := start
-			m := &fakeMetrics{ready: tc.ready, health: storage.Health{Source: "kubelet", LastCycle: tc.lastCycle, LastError: tc.lastErr}}
+			m := &fakeMetrics{health: storage.Health{Source: "kubelet", LastCycle: tc.lastCycle, LastError: tc.lastErr}}
+			if tc.ready {
+				m.health.Cycles = 1
+			}
 			h := newHealthChecks(m, func() bool { return tc.synced }, res, timeout, func() time.Time { return now })
 			now = start.Add(tc.since)
 			check(t, "informers", h.informersSynced(nil), tc.wantInformers)

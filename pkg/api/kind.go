@@ -59,7 +59,7 @@ type kind[P any] interface {
 	// object looks one object up; ok is false when it does not exist (deleted, or a pod no longer Running).
 	object(namespace, name string) (o object, ok bool, err error)
 	// point reads the object's servable metrics from a snapshot.
-	point(snap points, namespace, name string) (P, bool)
+	point(snap storage.Snapshot, namespace, name string) (P, bool)
 	// same reports whether two points carry the same values, so a watch sends MODIFIED only for new samples.
 	same(a, b *P) bool
 	// item builds the API object of one entry.

@@ -19,7 +19,7 @@ type NodeStorage = metricsREST[storage.NodePoint]
 
 // NewNodeStorage serves the nodes of lister that have metrics in m. nodeSelector (--node-selector) restricts the
 // nodes served to those scraped, as metrics-server does; nil means all.
-func NewNodeStorage(m MetricsReader, lister NodeLister, nodeSelector labels.Requirements) *NodeStorage {
+func NewNodeStorage(m Snapshots, lister NodeLister, nodeSelector labels.Requirements) *NodeStorage {
 	return newMetricsREST[storage.NodePoint](m, nodeKind{nodes: lister, nodeSelector: nodeSelector})
 }
 
@@ -65,7 +65,9 @@ func (k nodeKind) object(_, name string) (object, bool, error) {
 	return object{name: n.Name, labels: n.Labels}, true, nil
 }
 
-func (nodeKind) point(snap points, _, name string) (storage.NodePoint, bool) { return snap.Node(name) }
+func (nodeKind) point(snap storage.Snapshot, _, name string) (storage.NodePoint, bool) {
+	return snap.Node(name)
+}
 
 func (nodeKind) same(a, b *storage.NodePoint) bool {
 	return a.Timestamp.Equal(b.Timestamp) && a.Window == b.Window && a.Usage == b.Usage

@@ -13,6 +13,8 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	"k8s.io/apimachinery/pkg/runtime"
 	apistorage "k8s.io/apiserver/pkg/storage"
+
+	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
 // Pagination (limit and continue) reads every page from the snapshot the first page read: the continue token
@@ -20,28 +22,23 @@ import (
 // longer retained (a list paged more slowly than storage.RetainedViews collections) is 410 Gone, as Kubernetes
 // answers an expired continue token; the client lists again from the start.
 
-// snapshotFor returns the snapshot a list reads, its resourceVersion, and the key of the last item already
-// returned ("" for a first page).
-func snapshotFor(m MetricsReader, opts *metainternalversion.ListOptions) (points, string, string, error) {
+// snapshotFor returns the snapshot a list reads (latest, the request's, for a first page) and the key of the last
+// item already returned ("" for a first page).
+func (s *metricsREST[P]) snapshotFor(latest storage.Snapshot, opts *metainternalversion.ListOptions) (storage.Snapshot, string, error) {
 	if opts == nil || opts.Continue == "" {
-		snap, rv := latest(m)
-		return snap, rv, "", nil
-	}
-	v, ok := m.(Versioned)
-	if !ok {
-		return nil, "", "", apierrors.NewBadRequest("continue is not supported by this storage")
+		return latest, "", nil
 	}
 	after, gen, err := apistorage.DecodeContinue(opts.Continue, "/")
 	if err != nil || gen <= 0 {
-		return nil, "", "", apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
+		return nil, "", apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
 	}
-	snap, ok := v.At(uint64(gen))
+	snap, ok := s.snaps.At(uint64(gen))
 	if !ok {
-		return nil, "", "", apierrors.NewResourceExpired(fmt.Sprintf(
+		return nil, "", apierrors.NewResourceExpired(fmt.Sprintf(
 			"the continue token's collection %d is no longer retained (the newest is %d): list again without continue",
-			gen, v.Latest().Generation()))
+			gen, latest.Generation()))
 	}
-	return snap, strconv.FormatInt(gen, 10), strings.TrimPrefix(after, "/"), nil
+	return snap, strings.TrimPrefix(after, "/"), nil
 }
 
 // smallPage is the largest page built without a slot of buildLimit, and the largest shared.

@@ -21,7 +21,7 @@ import (
 type PodStorage = metricsREST[storage.PodPoint]
 
 // NewPodStorage serves the Running pods of lister that have metrics in m.
-func NewPodStorage(m MetricsReader, lister PodLister) *PodStorage {
+func NewPodStorage(m Snapshots, lister PodLister) *PodStorage {
 	return newMetricsREST[storage.PodPoint](m, podKind{pods: lister})
 }
 
@@ -76,7 +76,7 @@ func (k podKind) object(namespace, name string) (object, bool, error) {
 	return object{namespace: pod.GetNamespace(), name: pod.GetName(), labels: pod.GetLabels()}, true, nil
 }
 
-func (podKind) point(snap points, namespace, name string) (storage.PodPoint, bool) {
+func (podKind) point(snap storage.Snapshot, namespace, name string) (storage.PodPoint, bool) {
 	return snap.Pod(namespace, name)
 }
 

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
 // resource is the REST storage of one kind (NodeStorage, PodStorage): list, page, get, watch and table, reading one
@@ -17,7 +19,7 @@ import (
 type metricsREST[P any] struct {
 	info    kindInfo
 	kind    kind[P]
-	metrics MetricsReader
+	snaps   Snapshots
 	now     func() metav1.Time
 	builds  *buildCache[P]
 	limit   *buildLimit
@@ -37,8 +39,8 @@ var (
 	_ rest.Lister               = &PodStorage{}
 )
 
-func newMetricsREST[P any](m MetricsReader, k kind[P]) *metricsREST[P] {
-	s := &metricsREST[P]{info: k.info(), kind: k, metrics: m, now: metav1.Now, limit: newBuildLimit(0),
+func newMetricsREST[P any](m Snapshots, k kind[P]) *metricsREST[P] {
+	s := &metricsREST[P]{info: k.info(), kind: k, snaps: m, now: metav1.Now, limit: newBuildLimit(0),
 		watches: newWatchHub(0, 0)}
 	s.builds = newBuildCache(s)
 	s.feeds = newFeeds(s)
@@ -67,18 +69,15 @@ func (s *metricsREST[P]) NewList() runtime.Object { return s.info.newList() }
 // one snapshot whose generation is the list's resourceVersion; limit and continue page through that snapshot.
 // Every list and page of one snapshot and selection shares one build (see build).
 func (s *metricsREST[P]) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
-	if err := unavailable(s.metrics); err != nil {
-		return nil, err
-	}
-	sel, err := listSelectors(opts, s.info.namespaced)
+	latest, sel, err := s.begin(opts)
 	if err != nil {
 		return nil, err
 	}
-	snap, rv, after, err := snapshotFor(s.metrics, opts)
+	snap, after, err := s.snapshotFor(latest, opts)
 	if err != nil {
 		return nil, err
 	}
-	b, err := s.builds.get(ctx, snap, rv, s.selection(ctx, sel))
+	b, err := s.builds.get(ctx, snap, s.selection(ctx, sel))
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +102,8 @@ func (s *metricsREST[P]) selection(ctx context.Context, sel selectors) scope {
 
 // Get implements rest.Getter: the object's metrics, or 404 when it does not exist or has none yet.
 func (s *metricsREST[P]) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
-	if err := unavailable(s.metrics); err != nil {
+	snap := s.snaps.Latest()
+	if err := unavailable(snap); err != nil {
 		return nil, err
 	}
 	namespace := ""
@@ -119,14 +119,13 @@ func (s *metricsREST[P]) Get(ctx context.Context, name string, _ *metav1.GetOpti
 	if !ok {
 		return nil, notFound
 	}
-	snap, rv := latest(s.metrics)
 	p, ok := s.kind.point(snap, namespace, name)
 	if !ok {
 		return nil, notFound
 	}
 	now := s.now()
 	observeFreshness(now.Time, pointTime(p))
-	return s.kind.item(&entry[P]{object: obj, point: p}, rv, now), nil
+	return s.kind.item(&entry[P]{object: obj, point: p}, rv(snap), now), nil
 }
 
 // Watch implements rest.Watcher: ADDED, MODIFIED and DELETED events as collections land (see startWatch).
@@ -134,16 +133,21 @@ func (s *metricsREST[P]) Watch(ctx context.Context, opts *metainternalversion.Li
 	return s.startWatch(ctx, opts)
 }
 
-// unavailable turns storage's reason to refuse service into the 503 that `kubectl top` prints.
-func unavailable(m MetricsReader) error {
-	if err := m.Unavailable(); err != nil {
+// begin starts a list or a watch: it loads the newest snapshot, the one whose health decides the 503 (and, for a
+// list without continue, the one read), and parses the request's selectors.
+func (s *metricsREST[P]) begin(opts *metainternalversion.ListOptions) (storage.Snapshot, selectors, error) {
+	latest := s.snaps.Latest()
+	if err := unavailable(latest); err != nil {
+		return nil, selectors{}, err
+	}
+	sel, err := listSelectors(opts, s.info.namespaced)
+	return latest, sel, err
+}
+
+// unavailable turns a snapshot's reason to refuse service into the 503 that `kubectl top` prints.
+func unavailable(snap storage.Snapshot) error {
+	if err := snap.Unavailable(); err != nil {
 		return apierrors.NewServiceUnavailable(err.Error())
 	}
 	return nil
-}
-
-// versioned returns storage's snapshots, or nil for storage without them.
-func versioned(m MetricsReader) Versioned {
-	v, _ := m.(Versioned)
-	return v
 }

@@ -74,7 +74,7 @@ func TestNodeList(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := []string{}
-			for _, it := range obj.(*metrics.NodeMetricsList).Items {
+			for _, it := range unshared(obj).(*metrics.NodeMetricsList).Items {
 				got = append(got, it.Name)
 			}
 			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
@@ -137,7 +137,7 @@ func TestPodList(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := []string{}
-			for _, it := range obj.(*metrics.PodMetricsList).Items {
+			for _, it := range unshared(obj).(*metrics.PodMetricsList).Items {
 				got = append(got, it.Namespace+"/"+it.Name)
 			}
 			if strings.Join(got, ",") != strings.Join(tc.want, ",") {

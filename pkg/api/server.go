@@ -109,10 +109,9 @@ func (o *ServerOptions) Config(version string) (*genericapiserver.Config, error)
 
 // Deps is what the server reads: storage, the informers' listers, and what the health checks need.
 type Deps struct {
-	Metrics MetricsReader
-	Health  HealthReader
-	Nodes   NodeLister
-	Pods    PodLister
+	Snapshots Snapshots
+	Nodes     NodeLister
+	Pods      PodLister
 	// NodeSelector (--node-selector) restricts the nodes served to those scraped.
 	NodeSelector labels.Requirements
 	// InformersSynced reports whether the node and pod informers have synced; nil means always.
@@ -138,7 +137,7 @@ func NewServer(cfg *genericapiserver.Config, d Deps) (*genericapiserver.GenericA
 	if err != nil {
 		return nil, fmt.Errorf("creating the generic API server: %w", err)
 	}
-	nodes, pods := NewNodeStorage(d.Metrics, d.Nodes, d.NodeSelector), NewPodStorage(d.Metrics, d.Pods)
+	nodes, pods := NewNodeStorage(d.Snapshots, d.Nodes, d.NodeSelector), NewPodStorage(d.Snapshots, d.Pods)
 	// One bound for both resources; shutdown ends every watch at once instead of waiting for their timeouts.
 	hub, limit := newWatchHub(d.MaxWatches, d.MaxWatchesPerUser), newBuildLimit(d.MaxBuilds)
 	nodes.watches, pods.watches = hub, hub
@@ -157,7 +156,7 @@ func NewServer(cfg *genericapiserver.Config, d Deps) (*genericapiserver.GenericA
 	if err := s.InstallAPIGroup(&info); err != nil {
 		return nil, fmt.Errorf("installing metrics.k8s.io: %w", err)
 	}
-	h := newHealthChecks(d.Health, d.InformersSynced, d.Resolution, d.Timeout, d.Now)
+	h := newHealthChecks(d.Snapshots, d.InformersSynced, d.Resolution, d.Timeout, d.Now)
 	if err := s.AddReadyzChecks(h.readyz()...); err != nil {
 		return nil, fmt.Errorf("adding readyz checks: %w", err)
 	}

@@ -48,17 +48,20 @@ var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 // feed stores two kubelet scrapes of node-a 15s apart: node CPU 0.25 cores, 3Gi; pod ns-a/web-1 containers app
 // (0.1 cores, 20Mi) and sidecar (0.05 cores, 5Mi); pod ns-b/db-1 app (1.5 cores, 1Gi).
 func feed(s *storage.Storage) {
+	s.PodBound("ns-a", "web-1", "node-a") // as the pod informer tells storage
+	s.PodBound("ns-b", "db-1", "node-a")
 	start := t0.Add(-time.Hour)
 	for i, ts := range []time.Time{t0, t0.Add(15 * time.Second)} {
 		f := float64(i * 15)
-		s.Store(&storage.Batch{Key: "node-a", CPU: storage.CPUCumulative,
+		cy := s.BeginCycle()
+		cy.Append(&storage.Batch{Key: "node-a", CPU: storage.CPUCumulative,
 			Nodes: []storage.NodeSample{{Node: "node-a", Sample: storage.Sample{Timestamp: ts, StartTime: start, CPU: 1000 + 0.25*f, Memory: 3 << 30}}},
 			Containers: []storage.ContainerSample{
 				{Namespace: "ns-a", Pod: "web-1", Container: "app", Sample: storage.Sample{Timestamp: ts, StartTime: start, CPU: 10 + 0.1*f, Memory: 20 << 20}},
 				{Namespace: "ns-a", Pod: "web-1", Container: "sidecar", Sample: storage.Sample{Timestamp: ts, StartTime: start, CPU: 5 + 0.05*f, Memory: 5 << 20}},
 				{Namespace: "ns-b", Pod: "db-1", Container: "app", Sample: storage.Sample{Timestamp: ts, StartTime: start, CPU: 50 + 1.5*f, Memory: 1 << 30}},
 			}})
-		s.EndCycle(true, nil)
+		cy.Commit(storage.Outcome{Success: true})
 	}
 }
 
@@ -111,7 +114,7 @@ func startTestServer(t *testing.T) *testServer {
 		t.Fatal(err)
 	}
 	srv, err := NewServer(cfg, Deps{
-		Metrics: ts.store, Health: ts.store, Nodes: nodes.Lister(), Pods: pods.Lister(),
+		Snapshots: ts.store, Nodes: nodes.Lister(), Pods: pods.Lister(),
 		InformersSynced: func() bool { return nodeInf.HasSynced() && podInf.HasSynced() },
 		Resolution:      15 * time.Second, Timeout: 10 * time.Second, Now: ts.clock.Now,
 		MaxWatches: maxTestWatches,

@@ -32,14 +32,7 @@ const resultBuffer = 128
 // retained snapshots, or from another replica or an earlier run of this one) is 410 Gone, so the client lists again.
 // The watch limits are checked before any build is made for the request.
 func (s *metricsREST[P]) startWatch(ctx context.Context, opts *metainternalversion.ListOptions) (watch.Interface, error) {
-	v := versioned(s.metrics)
-	if v == nil {
-		return nil, apierrors.NewMethodNotSupported(s.info.resource, "watch")
-	}
-	if err := unavailable(s.metrics); err != nil {
-		return nil, err
-	}
-	sel, err := listSelectors(opts, s.info.namespaced)
+	latest, sel, err := s.begin(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -54,10 +47,10 @@ func (s *metricsREST[P]) startWatch(ctx context.Context, opts *metainternalversi
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("resourceVersion %q: not a resourceVersion of this API", rv))
 		}
 		var ok bool
-		if from, ok = v.At(gen); !ok {
+		if from, ok = s.snaps.At(gen); !ok {
 			return nil, apierrors.NewResourceExpired(fmt.Sprintf(
 				"too old resource version: %d (the newest is %d; %d collections are retained)",
-				gen, v.Latest().Generation(), storage.RetainedViews))
+				gen, latest.Generation(), storage.RetainedViews))
 		}
 	}
 	user, version := userOf(ctx), requestVersion(ctx)
@@ -92,7 +85,7 @@ func (s *metricsREST[P]) startWatch(ctx context.Context, opts *metainternalversi
 		// the feed gets past where the client is.
 		w.initial, w.skipThrough = &batch{rv: rv(from), gen: from.Generation()}, from.Generation()
 	default:
-		prev, err := s.builds.get(ctx, from, rv(from), which)
+		prev, err := s.builds.get(ctx, from, which)
 		if err != nil {
 			return nil, err
 		}

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/component-base/metrics/testutil"
+
+	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
 // TestWatchLimitsBeforeAnyWork: --max-watches and --max-watches-per-user refuse a watch before anything is built.
@@ -78,7 +80,7 @@ func TestWatchPanicsContained(t *testing.T) {
 				cpu["ns-a/p000"] = 0.7
 				c.cycle(nil, cpu)
 			} else { // a collection without news: the watcher makes a bookmark
-				c.store.EndCycle(true, nil)
+				c.store.BeginCycle().Commit(storage.Outcome{Success: true})
 			}
 			ev := next(t, w)
 			if st, ok := ev.Object.(*metav1.Status); ev.Type != watch.Error || !ok || st.Code != 500 {

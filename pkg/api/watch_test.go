@@ -54,9 +54,10 @@ func (c *cluster) cycle(nodeCPU map[string]float64, podCPU map[string]float64) u
 		b.Containers = append(b.Containers, storage.ContainerSample{Namespace: ns, Pod: name, Container: "app",
 			Sample: storage.Sample{Timestamp: now, CPU: cpu, Memory: 1 << 20}})
 	}
-	c.store.Store(b)
-	c.store.EndCycle(true, nil)
-	return c.store.Generation()
+	cy := c.store.BeginCycle()
+	cy.Append(b)
+	cy.Commit(storage.Outcome{Success: true})
+	return c.store.Latest().Generation()
 }
 
 func splitKey(key string) (string, string) {
@@ -77,7 +78,12 @@ func (c *cluster) podStorage() *PodStorage {
 }
 
 func (c *cluster) addNode(name string, lbls map[string]string) { _ = c.nodes.Add(node(name, lbls)) }
-func (c *cluster) addPod(ns, name string)                      { _ = c.pods.Add(podMeta(ns, name, nil)) }
+
+// addPod adds a Running pod to the pod informer, which tells storage (as cmd wires it).
+func (c *cluster) addPod(ns, name string) {
+	_ = c.pods.Add(podMeta(ns, name, nil))
+	c.store.PodBound(ns, name, "node-a")
+}
 
 // next returns the watch's next event, failing the test when none comes in a generous bound (the events are due
 // immediately; the bound only keeps a broken watch from hanging the test). A shared event object is unwrapped into
@@ -212,7 +218,7 @@ func TestWatchSelectorsAndErrors(t *testing.T) {
 	for rv, check := range map[string]func(error) bool{
 		"abc": apierrors.IsBadRequest,
 		"1":   apierrors.IsResourceExpired, // long before this server started
-		strconv.FormatUint(c.store.Generation()+5, 10): apierrors.IsResourceExpired, // another replica's history
+		strconv.FormatUint(c.store.Latest().Generation()+5, 10): apierrors.IsResourceExpired, // another replica's history
 	} {
 		if _, err := s.Watch(context.Background(), &metainternalversion.ListOptions{ResourceVersion: rv}); !check(err) {
 			t.Errorf("resourceVersion %s: %v", rv, err)
@@ -263,15 +269,15 @@ func TestWatchBookmarksUnavailableAndLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantEvents(t, events(t, w, 1), "ADDED node-a")
-	c.store.EndCycle(true, nil) // a collection that brought no new sample
-	g := c.store.Generation()
+	c.store.BeginCycle().Commit(storage.Outcome{Success: true}) // a collection that brought no new sample
+	g := c.store.Latest().Generation()
 	if ev := next(t, w); ev.Type != watch.Bookmark || rvOf(t, ev.Object) != g {
 		t.Fatalf("after a collection without changes: %s, want a BOOKMARK at %d", ev.Type, g)
 	}
 
 	// The source fails for longer than --stale-after: the watch ends with the 503 a list gets.
 	c.clock.Add(int64(time.Minute))
-	c.store.EndCycle(false, context.DeadlineExceeded)
+	c.store.BeginCycle().Commit(storage.Outcome{Err: context.DeadlineExceeded})
 	ev := next(t, w)
 	if st, ok := ev.Object.(*metav1.Status); ev.Type != watch.Error || !ok || st.Code != 503 {
 		t.Fatalf("source down: %s %+v, want an ERROR event with 503", ev.Type, ev.Object)

@@ -70,8 +70,8 @@ func (fs *watchFeeds[P]) join(ctx context.Context, w *watcher[P], sel scope) (*w
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.cur == nil {
-		snap := fs.res.metrics.(Versioned).Latest()
-		b, err := fs.res.builds.get(ctx, snap, rv(snap), sel)
+		snap := fs.res.snaps.Latest()
+		b, err := fs.res.builds.get(ctx, snap, sel)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -126,14 +126,14 @@ func (f *watchFeed[P]) run() {
 		case <-f.res.watches.stopping:
 			return
 		}
-		snap := f.res.metrics.(Versioned).Latest()
+		snap := f.res.snaps.Latest()
 		// A source that has failed for longer than --stale-after ends the watches with the 503 a list would get,
 		// rather than a silent DELETED for every object.
-		if err := unavailable(f.res.metrics); err != nil {
+		if err := unavailable(snap); err != nil {
 			f.publish(&batch{end: statusOf(err)}, nil, nil)
 			return
 		}
-		next, err := f.res.builds.get(f.ctx, snap, rv(snap), f.sel)
+		next, err := f.res.builds.get(f.ctx, snap, f.sel)
 		if err != nil {
 			if f.ctx.Err() != nil {
 				return

@@ -11,11 +11,8 @@ import (
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
-// discard is a Store that keeps nothing, so a benchmark measures the scraper alone.
-type discard struct{}
-
-func (discard) Store(*storage.Batch) storage.Rejection { return storage.Rejection{} }
-func (discard) EndCycle(bool, error)                   {}
+// discard keeps nothing, so a benchmark measures the scraper alone.
+func discard(*storage.Batch) storage.Rejection { return storage.Rejection{} }
 
 // BenchmarkScrape is one worker scraping one 30-pod node on loopback again and again: fetch, parse and store, as
 // a cycle does per node, with the worker's buffers warm. "http" is plain HTTP/1.1 uncompressed; "https-h2-gzip" is
@@ -52,20 +49,20 @@ func BenchmarkScrape(b *testing.B) {
 			}
 			b.Cleanup(srv.Close)
 			node := nodeFor(b, "n", srv)
-			s, err := New(o, &fakeLister{}, discard{})
+			s, err := New(o, &fakeLister{})
 			if err != nil {
 				b.Fatal(err)
 			}
 			w, st := &worker{}, &nodeState{parser: newParser()}
 			ctx := context.Background()
-			if err := s.scrape(ctx, w, node, st); err != nil {
+			if err := s.scrape(ctx, w, node, st, discard); err != nil {
 				b.Fatal(err)
 			}
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				if err := s.scrape(ctx, w, node, st); err != nil {
+				if err := s.scrape(ctx, w, node, st, discard); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -47,7 +47,7 @@ func TestLargeResponseBuffersAreGivenBack(t *testing.T) {
 	if end := store.lastEnd(t); !end.success || end.err != nil || len(s.workers) != 50 {
 		t.Fatalf("first cycle: %v %v with %d workers, want a clean cycle with 50", end.success, end.err, len(s.workers))
 	}
-	if total, _ := retained(s); total == 0 {
+	if total, _ := retained(s.Scraper); total == 0 {
 		t.Fatal("no buffer kept after a cycle of typical nodes: every scrape would allocate one")
 	}
 
@@ -55,13 +55,13 @@ func TestLargeResponseBuffersAreGivenBack(t *testing.T) {
 	ctx := context.Background()
 	for _, w := range s.workers {
 		for _, n := range []*corev1.Node{nodes[0], nodes[1]} {
-			if err := s.work(ctx, w, n, s.states[n.Name]); err != nil {
+			if err := s.work(ctx, w, n, s.states[n.Name], store.Store); err != nil {
 				t.Fatalf("scraping %s: %v", n.Name, err)
 			}
 		}
 	}
 	s.collect(ctx)
-	total, largest := retained(s)
+	total, largest := retained(s.Scraper)
 	if largest > retainMin || total > 50*retainMin {
 		t.Fatalf("workers keep %d bytes (largest buffer %d) after meeting a 10 MB node: want at most %d each",
 			total, largest, retainMin)

@@ -137,13 +137,13 @@ func TestNewValidates(t *testing.T) {
 		{"missing CA file", Options{CAFile: "/nonexistent/ca.crt"}, "ca.crt"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := New(tc.o, &fakeLister{}, newFakeStore())
+			_, err := newScraper(tc.o, &fakeLister{}, newFakeStore())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("New: %v, want an error mentioning %q", err, tc.want)
 			}
 		})
 	}
-	if _, err := New(Options{}, nil, newFakeStore()); err == nil {
+	if _, err := newScraper(Options{}, nil, newFakeStore()); err == nil {
 		t.Fatal("New accepted a nil lister")
 	}
 }

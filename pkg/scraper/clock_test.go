@@ -62,8 +62,8 @@ func TestKubeletClockSkew(t *testing.T) {
 			})
 			ours := now // our clock: one resolution per scrape, whatever the kubelet's says
 			store := storage.New(storage.Options{Resolution: 10 * time.Second, Now: func() time.Time { return ours }})
-			s, err := New(Options{InsecureTLS: true, UseNodeStatusPort: true, Resolution: 10 * time.Second},
-				&fakeLister{nodes: []*corev1.Node{nodeFor(t, "skewed", k)}}, store)
+			s, err := newScraper(Options{InsecureTLS: true, UseNodeStatusPort: true, Resolution: 10 * time.Second},
+				&fakeLister{nodes: []*corev1.Node{nodeFor(t, "skewed", k)}}, stored{store})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +73,7 @@ func TestKubeletClockSkew(t *testing.T) {
 				mu.Unlock()
 				ours = now.Add(time.Duration(i) * 10 * time.Second)
 				s.collect(context.Background())
-				p, ok := store.Node("skewed")
+				p, ok := store.Latest().Node("skewed")
 				if ok != sc.served {
 					t.Fatalf("scrape %d (kubelet time %s): served = %v, want %v (%+v)", i, sc.ts.Sub(now), ok, sc.served, p)
 				}
@@ -82,7 +82,7 @@ func TestKubeletClockSkew(t *testing.T) {
 						p.Memory, sc.wantTS.Sub(now), sc.wantCPU, sc.wantMem)
 				}
 			}
-			if h := store.Health(); h.LastError != nil || h.Cycles != uint64(len(tc.scrapes)) {
+			if h := store.Latest().Health(); h.LastError != nil || h.Cycles != uint64(len(tc.scrapes)) {
 				t.Errorf("health %+v: a skewed clock is not a failed scrape", h)
 			}
 		})

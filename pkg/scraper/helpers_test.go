@@ -20,6 +20,41 @@ import (
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
+// testScraper is a Scraper whose cycles go to a sink, as the collection loop would run them.
+type testScraper struct {
+	*Scraper
+	sink sink
+}
+
+// sink is where a test's cycles go: a fakeStore, or real storage (stored).
+type sink interface {
+	cycle(ctx context.Context, s *Scraper)
+}
+
+// newScraper is New with the cycles going to sink.
+func newScraper(o Options, nodes NodeLister, sink sink) (*testScraper, error) {
+	s, err := New(o, nodes)
+	if err != nil {
+		return nil, err
+	}
+	return &testScraper{Scraper: s, sink: sink}, nil
+}
+
+// collect runs one cycle, as the loop does: within the scraper's budget, its batches and outcome to the sink.
+func (s *testScraper) collect(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, s.Budget())
+	defer cancel()
+	s.sink.cycle(ctx, s.Scraper)
+}
+
+// stored is real storage as a sink: each cycle begun, appended to and committed.
+type stored struct{ *storage.Storage }
+
+func (st stored) cycle(ctx context.Context, s *Scraper) {
+	c := st.BeginCycle()
+	c.Commit(s.Collect(ctx, c.Append))
+}
+
 // fakeStore records deep copies of the batches it is given (the scraper reuses its batches) and the cycle ends.
 type fakeStore struct {
 	mu      sync.Mutex
@@ -44,10 +79,11 @@ func (f *fakeStore) Store(b *storage.Batch) storage.Rejection {
 	return f.reject
 }
 
-func (f *fakeStore) EndCycle(success bool, err error) {
+func (f *fakeStore) cycle(ctx context.Context, s *Scraper) {
+	o := s.Collect(ctx, f.Store)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.ends = append(f.ends, cycleEnd{success, err})
+	f.ends = append(f.ends, cycleEnd{o.Success, o.Err})
 }
 
 func (f *fakeStore) lastEnd(t *testing.T) cycleEnd {
@@ -143,12 +179,12 @@ func writeFile(t *testing.T, name string, data []byte) string {
 }
 
 // cycle builds a scraper for nodes and runs one collection cycle. o.Port defaults to the first node's status port.
-func cycle(t *testing.T, o Options, store *fakeStore, nodes ...*corev1.Node) *Scraper {
+func cycle(t *testing.T, o Options, store *fakeStore, nodes ...*corev1.Node) *testScraper {
 	t.Helper()
 	if o.Port == 0 && !o.UseNodeStatusPort && len(nodes) > 0 {
 		o.UseNodeStatusPort = true
 	}
-	s, err := New(o, &fakeLister{nodes: nodes}, store)
+	s, err := newScraper(o, &fakeLister{nodes: nodes}, store)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,8 +53,8 @@ func TestNoLeaksAcrossFailingCycles(t *testing.T) {
 	t.Cleanup(func() { close(release) })
 
 	store := storage.New(storage.Options{Resolution: time.Second})
-	s, err := New(Options{InsecureTLS: true, UseNodeStatusPort: true, Timeout: 100 * time.Millisecond,
-		MaxResponseBytes: int64(len(fixture)) + 1024, Resolution: time.Second}, &fakeLister{nodes: nodes}, store)
+	s, err := newScraper(Options{InsecureTLS: true, UseNodeStatusPort: true, Timeout: 100 * time.Millisecond,
+		MaxResponseBytes: int64(len(fixture)) + 1024, Resolution: time.Second}, &fakeLister{nodes: nodes}, stored{store})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,10 +66,10 @@ func TestNoLeaksAcrossFailingCycles(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		s.collect(ctx)
 	}
-	if h := store.Health(); h.LastError == nil || h.Cycles != 103 {
+	if h := store.Latest().Health(); h.LastError == nil || h.Cycles != 103 {
 		t.Fatalf("health %+v: want 103 cycles, each with the broken nodes' error", h)
 	}
-	if _, ok := store.Node("healthy"); !ok {
+	if _, ok := store.Latest().Node("healthy"); !ok {
 		t.Fatal("the healthy node is not served")
 	}
 	// Closing connections and goroutines happens asynchronously: give them a bounded moment. A slow machine may

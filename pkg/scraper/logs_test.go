@@ -28,7 +28,7 @@ func TestLogsOncePerStreak(t *testing.T) {
 		_, _ = w.Write(body)
 	})
 	store := newFakeStore()
-	s, err := New(Options{InsecureTLS: true, UseNodeStatusPort: true},
+	s, err := newScraper(Options{InsecureTLS: true, UseNodeStatusPort: true},
 		&fakeLister{nodes: []*corev1.Node{nodeFor(t, "streaky", srv)}}, store)
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func TestLogsForeignPodsOncePerStreak(t *testing.T) {
 
 	body := readFixture(t, "metrics-resource-30pods.txt")
 	store := newFakeStore()
-	s, err := New(Options{InsecureTLS: true, UseNodeStatusPort: true},
+	s, err := newScraper(Options{InsecureTLS: true, UseNodeStatusPort: true},
 		&fakeLister{nodes: []*corev1.Node{nodeFor(t, "old-node", kubelet(t, func(w http.ResponseWriter, _ *http.Request) {
 			_, _ = w.Write(body)
 		}))}}, store)

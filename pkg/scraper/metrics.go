@@ -22,12 +22,6 @@ var (
 		Buckets:        metrics.ExponentialBuckets(0.005, 2, 12),
 		StabilityLevel: metrics.ALPHA,
 	})
-	collectionDuration = metrics.NewHistogram(&metrics.HistogramOpts{
-		Namespace: "metrics_ring", Subsystem: "kubelet", Name: "collection_duration_seconds",
-		Help:           "Duration of one collection cycle over every selected node in seconds.",
-		Buckets:        metrics.ExponentialBuckets(0.01, 2, 12),
-		StabilityLevel: metrics.ALPHA,
-	})
 	requestsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "metrics_ring", Subsystem: "kubelet", Name: "requests_total",
 		Help:           "Scrapes of kubelets by outcome (success, timeout, error, panic).",
@@ -56,7 +50,7 @@ var (
 // than once; New calls it.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(scrapeDuration, collectionDuration, requestsTotal, invalidSamples, nodeUp)
+		legacyregistry.MustRegister(scrapeDuration, requestsTotal, invalidSamples, nodeUp)
 	})
 }
 

@@ -136,7 +136,7 @@ func TestPanicLosesOnlyThatNode(t *testing.T) {
 	logs := captureLogs(t)
 	good, bad := kubelet(t, nil), kubelet(t, nil)
 	store := newFakeStore()
-	s, err := New(Options{InsecureTLS: true, UseNodeStatusPort: true},
+	s, err := newScraper(Options{InsecureTLS: true, UseNodeStatusPort: true},
 		&fakeLister{nodes: []*corev1.Node{nodeFor(t, "good", good), nodeFor(t, "panics", bad)}}, store)
 	if err != nil {
 		t.Fatal(err)
@@ -188,13 +188,13 @@ func TestUnavailableCarriesNoResponseBytes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := kubelet(t, tc.handler)
 			store := storage.New(storage.Options{Source: "kubelet"})
-			s, err := New(Options{InsecureTLS: true, UseNodeStatusPort: true},
-				&fakeLister{nodes: []*corev1.Node{nodeFor(t, "n1", srv)}}, store)
+			s, err := newScraper(Options{InsecureTLS: true, UseNodeStatusPort: true},
+				&fakeLister{nodes: []*corev1.Node{nodeFor(t, "n1", srv)}}, stored{store})
 			if err != nil {
 				t.Fatal(err)
 			}
 			s.collect(context.Background())
-			err = store.Unavailable()
+			err = store.Latest().Unavailable()
 			if err == nil {
 				t.Fatal("available after a failed first cycle")
 			}

@@ -46,7 +46,7 @@ func TestSlowKubeletsGetMoreWorkers(t *testing.T) {
 		nodes = append(nodes, nodeFor(t, fmt.Sprintf("node-%d", i), kubelet(t, slow)))
 	}
 	store := newFakeStore()
-	s, err := New(Options{InsecureTLS: true, UseNodeStatusPort: true, Concurrency: 1,
+	s, err := newScraper(Options{InsecureTLS: true, UseNodeStatusPort: true, Concurrency: 1,
 		Resolution: 2 * time.Second, Timeout: 2 * time.Second}, &fakeLister{nodes: nodes}, store)
 	if err != nil {
 		t.Fatal(err)

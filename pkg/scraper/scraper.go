@@ -17,25 +17,20 @@ import (
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
-// Store is what the scraper needs of storage.
-type Store interface {
-	Store(*storage.Batch) storage.Rejection
-	EndCycle(success bool, err error)
-}
-
 // NodeLister lists nodes; client-go's corev1 NodeLister fits.
 type NodeLister interface {
 	List(selector labels.Selector) ([]*corev1.Node, error)
 }
 
-// Scraper collects every selected node's kubelet resource metrics once per resolution.
+// Scraper collects every selected node's kubelet resource metrics, one cycle per Collect.
 type Scraper struct {
 	opts   Options
 	nodes  NodeLister
-	store  Store
 	client *kubeletClient
 
-	// Touched by one cycle at a time (cycles never overlap); within a cycle each node by one worker only.
+	// Touched by one cycle at a time (the loop never overlaps cycles); within a cycle each node by one worker only.
+	// states is a cache of parsers and failure streaks by node name: which objects exist is storage's to know
+	// from the informers, not the scraper's.
 	states  map[string]*nodeState
 	workers []*worker
 	cycles  uint64
@@ -45,8 +40,6 @@ type Scraper struct {
 	retain int
 	// Bodies read this cycle and their bytes, for the next cycle's retain.
 	bodies, bodyBytes atomic.Int64
-
-	lastCycle atomic.Int64 // unix nanoseconds of the newest finished cycle
 }
 
 // nodeState is what the scraper remembers of a node between cycles.
@@ -68,9 +61,9 @@ type worker struct {
 }
 
 // New validates o and builds the kubelet client.
-func New(o Options, nodes NodeLister, store Store) (*Scraper, error) {
-	if nodes == nil || store == nil {
-		return nil, errors.New("scraper: a node lister and a store are required")
+func New(o Options, nodes NodeLister) (*Scraper, error) {
+	if nodes == nil {
+		return nil, errors.New("scraper: a node lister is required")
 	}
 	o, err := o.complete()
 	if err != nil {
@@ -81,56 +74,27 @@ func New(o Options, nodes NodeLister, store Store) (*Scraper, error) {
 		return nil, err
 	}
 	RegisterMetrics()
-	return &Scraper{opts: o, nodes: nodes, store: store, client: c, states: make(map[string]*nodeState),
+	klog.InfoS("Kubelet source configured", "timeout", o.Timeout, "concurrency", o.Concurrency,
+		"nodeSelector", o.NodeSelector.String())
+	return &Scraper{opts: o, nodes: nodes, client: c, states: make(map[string]*nodeState),
 		retain: retainFor(0)}, nil
 }
 
-// Run collects once immediately, then every Resolution until ctx is done. A cycle that overruns the resolution
-// delays the next one rather than overlapping it.
-func (s *Scraper) Run(ctx context.Context) {
-	klog.InfoS("Starting kubelet scraper", "resolution", s.opts.Resolution, "timeout", s.opts.Timeout,
-		"concurrency", s.opts.Concurrency, "nodeSelector", s.opts.NodeSelector.String())
-	ticker := time.NewTicker(s.opts.Resolution)
-	defer ticker.Stop()
-	for {
-		if ctx.Err() != nil {
-			return // a cycle now would only fail every node
-		}
-		s.collect(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
-	}
-}
-
-// LastCycle is when the newest collection cycle finished (zero before the first), for a liveness check.
-func (s *Scraper) LastCycle() time.Time {
-	if n := s.lastCycle.Load(); n != 0 {
-		return time.Unix(0, n)
-	}
-	return time.Time{}
-}
-
-// collect runs one cycle. It is bounded by the request timeout, and by the resolution when that is shorter (as in
+// Budget is how long one cycle may take: the request timeout, or the resolution when that is shorter (as in
 // metrics-server), so that one slow kubelet cannot hold back every other node's next sample.
-func (s *Scraper) collect(ctx context.Context) {
-	start := time.Now()
-	budget := min(s.opts.Timeout, s.opts.Resolution)
-	ctx, cancel := context.WithTimeout(ctx, budget)
-	defer cancel()
-	defer func() {
-		collectionDuration.Observe(time.Since(start).Seconds())
-		s.lastCycle.Store(time.Now().UnixNano())
-	}()
+func (s *Scraper) Budget() time.Duration { return min(s.opts.Timeout, s.opts.Resolution) }
 
+// Collect runs one cycle within ctx's deadline (the loop's, Budget): it scrapes every selected node, hands each
+// node's batch to add, and reports the cycle's outcome: a success when at least one node (or no node at all) was
+// scraped, and an error naming the nodes that failed.
+func (s *Scraper) Collect(ctx context.Context, add storage.AppendFunc) storage.Outcome {
+	start := time.Now()
+	budget := s.Budget()
 	nodes, err := s.nodes.List(s.opts.NodeSelector)
 	if err != nil {
 		err = fmt.Errorf("kubelet source: listing nodes: %w", err)
 		klog.ErrorS(err, "Failed to list nodes")
-		s.store.EndCycle(false, err)
-		return
+		return storage.Outcome{Err: err}
 	}
 	s.cycles++
 	states := make([]*nodeState, len(nodes))
@@ -159,7 +123,7 @@ func (s *Scraper) collect(ctx context.Context) {
 			wg.Go(func() {
 				for i := range jobs {
 					t, late := time.Now(), ctx.Err() != nil
-					errs[i] = s.work(ctx, w, nodes[i], states[i])
+					errs[i] = s.work(ctx, w, nodes[i], states[i], add)
 					if !late {
 						scraping.Add(int64(time.Since(t)))
 						timed.Add(1)
@@ -198,9 +162,9 @@ func (s *Scraper) collect(ctx context.Context) {
 	if cycleErr != nil {
 		failed = len(cycleErr.Errs)
 	}
-	s.store.EndCycle(len(nodes) == 0 || failed < len(nodes), errOrNil(cycleErr))
 	klog.V(2).InfoS("Collection cycle finished", "nodes", len(nodes), "failed", failed, "duration", time.Since(start),
 		"workers", workers, "meanScrape", s.meanScrape)
+	return storage.Outcome{Success: len(nodes) == 0 || failed < len(nodes), Err: errOrNil(cycleErr)}
 }
 
 // forgetGoneNodes drops the state and the per-node metric series of nodes the lister no longer returns.
@@ -214,8 +178,8 @@ func (s *Scraper) forgetGoneNodes() {
 	}
 }
 
-// scrape fetches, parses and stores one node, and returns its error.
-func (s *Scraper) scrape(ctx context.Context, w *worker, node *corev1.Node, st *nodeState) error {
+// scrape fetches and parses one node, hands its batch to add, and returns its error.
+func (s *Scraper) scrape(ctx context.Context, w *worker, node *corev1.Node, st *nodeState, add storage.AppendFunc) error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
@@ -225,7 +189,7 @@ func (s *Scraper) scrape(ctx context.Context, w *worker, node *corev1.Node, st *
 	}
 	if err == nil {
 		stats := st.parser.parse(w.buf, time.Now(), node.Name, &w.batch)
-		err = s.store1(node.Name, url, w, st, &stats)
+		err = s.store(node.Name, url, w, st, &stats, add)
 	}
 	scrapeDuration.Observe(time.Since(start).Seconds())
 	if err != nil {
@@ -241,8 +205,8 @@ func (s *Scraper) scrape(ctx context.Context, w *worker, node *corev1.Node, st *
 	return nil
 }
 
-// store1 hands one parsed response to storage and reports what it lost.
-func (s *Scraper) store1(node, url string, w *worker, st *nodeState, stats *parseStats) error {
+// store hands one parsed response to add and reports what it lost.
+func (s *Scraper) store(node, url string, w *worker, st *nodeState, stats *parseStats, add storage.AppendFunc) error {
 	b := &w.batch
 	if len(b.Nodes) == 0 && len(b.Containers) == 0 {
 		// The parser's error quotes the response: for the log only.
@@ -250,7 +214,7 @@ func (s *Scraper) store1(node, url string, w *worker, st *nodeState, stats *pars
 			node, url, len(w.buf), stats.BadLines), "firstError", stats.FirstError)
 	}
 	b.Key, b.CPU, b.Window = node, storage.CPUCumulative, 0
-	rej := s.store.Store(b)
+	rej := add(b)
 	countInvalid(stats)
 	ref := klog.KRef("", node)
 	switch {

@@ -12,7 +12,7 @@ import (
 
 // work is a worker's job for one node: scrape it, losing only that node's scrape to a panic (DESIGN.md section 3),
 // and give back the buffers a large response grew.
-func (s *Scraper) work(ctx context.Context, w *worker, node *corev1.Node, st *nodeState) (err error) {
+func (s *Scraper) work(ctx context.Context, w *worker, node *corev1.Node, st *nodeState, add storage.AppendFunc) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = logonly.Recovered(r, fmt.Sprintf("node %q: scrape", node.Name))
@@ -27,7 +27,7 @@ func (s *Scraper) work(ctx context.Context, w *worker, node *corev1.Node, st *no
 		}
 		w.giveBack(s.retain)
 	}()
-	return s.scrape(ctx, w, node, st)
+	return s.scrape(ctx, w, node, st, add)
 }
 
 // retainMin is the largest response buffer a worker keeps whatever the recent sizes: a 110-pod node's response

@@ -45,6 +45,7 @@ func TestConcurrentStoreAndRead(t *testing.T) {
 	c := &clock{now: t0}
 	var mu sync.Mutex
 	s := New(Options{Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return c.now }})
+	bindEvery(s, batches)
 	stop := make(chan struct{})
 	var readers sync.WaitGroup
 	for r := 0; r < 4; r++ {
@@ -56,9 +57,10 @@ func TestConcurrentStoreAndRead(t *testing.T) {
 				case <-stop:
 					return
 				default:
-					s.Node("node-1")
-					s.Pod("ns-1", "pod-1-1")
-					s.Unavailable()
+					v := s.Latest()
+					v.Node("node-1")
+					v.Pod("ns-1", "pod-1-1")
+					v.Unavailable()
 				}
 			}
 		}()
@@ -68,17 +70,18 @@ func TestConcurrentStoreAndRead(t *testing.T) {
 		c.now = t0.Add(time.Duration(cycle) * 15 * time.Second)
 		mu.Unlock()
 		advance(batches, c.now)
+		cy := s.BeginCycle()
 		var wg sync.WaitGroup
 		for i := range batches {
 			wg.Add(1)
-			go func(b *Batch) { defer wg.Done(); s.Store(b) }(&batches[i])
+			go func(b *Batch) { defer wg.Done(); cy.Append(b) }(&batches[i])
 		}
 		wg.Wait()
-		s.EndCycle(true, nil)
+		cy.Commit(Outcome{Success: true})
 	}
 	close(stop)
 	readers.Wait()
-	p, ok := s.Pod("ns-1", "pod-1-1")
+	p, ok := s.Latest().Pod("ns-1", "pod-1-1")
 	if !ok || len(p.Containers) != 2 || p.Containers[0].CPU != 666_667 {
 		t.Fatalf("after concurrent cycles: %+v %v (want 2 containers at 0.01/15 s)", p, ok)
 	}
@@ -98,23 +101,24 @@ func bindEvery(s *Storage, batches []Batch) {
 func BenchmarkStoreCycle(b *testing.B) {
 	batches := cluster(1000, 30, 2)
 	c := &clock{now: t0}
-	s := New(Options{Now: c.Now, Informed: true})
+	s := New(Options{Now: c.Now})
 	bindEvery(s, batches)
 	for i := 0; i < 3; i++ { // warm up: every series exists and its ring is allocated
 		c.now = c.now.Add(15 * time.Second)
 		advance(batches, c.now)
 		for j := range batches {
-			s.Store(&batches[j])
+			s.store(&batches[j])
 		}
-		s.EndCycle(true, nil)
+		s.endCycle(Outcome{Success: true})
 	}
 	b.Run("store", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			c.now = c.now.Add(15 * time.Second)
 			advance(batches, c.now)
+			cy := s.BeginCycle()
 			for j := range batches {
-				s.Store(&batches[j])
+				cy.Append(&batches[j])
 			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/60000, "ns/sample")
@@ -122,9 +126,10 @@ func BenchmarkStoreCycle(b *testing.B) {
 	b.Run("foreign", func(b *testing.B) { // every batch reported by the next node's kubelet: all dropped
 		b.ReportAllocs()
 		for b.Loop() {
+			cy := s.BeginCycle()
 			for j := range batches {
 				batches[j].Key = batches[(j+1)%len(batches)].Nodes[0].Node
-				s.Store(&batches[j])
+				cy.Append(&batches[j])
 				batches[j].Key = batches[j].Nodes[0].Node
 			}
 		}
@@ -133,7 +138,7 @@ func BenchmarkStoreCycle(b *testing.B) {
 	b.Run("publish", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			s.EndCycle(true, nil)
+			s.BeginCycle().Commit(Outcome{Success: true})
 		}
 	})
 }
@@ -143,24 +148,26 @@ func BenchmarkRead(b *testing.B) {
 	batches := cluster(1000, 30, 2)
 	c := &clock{now: t0}
 	s := New(Options{Now: c.Now})
+	bindEvery(s, batches)
 	for i := 0; i < 2; i++ {
 		c.now = c.now.Add(15 * time.Second)
 		advance(batches, c.now)
 		for j := range batches {
-			s.Store(&batches[j])
+			s.store(&batches[j])
 		}
-		s.EndCycle(true, nil)
+		s.endCycle(Outcome{Success: true})
 	}
-	if _, ok := s.Pod("ns-0", "pod-0-0"); !ok {
+	if _, ok := s.Latest().Pod("ns-0", "pod-0-0"); !ok {
 		b.Fatal("not servable")
 	}
 	b.ReportAllocs()
 	for b.Loop() {
+		v := s.Latest() // one snapshot per list, as a request reads
 		for n := range batches {
-			s.Node(batches[n].Key)
+			v.Node(batches[n].Key)
 			for j := 0; j < len(batches[n].Containers); j += 2 {
 				cs := &batches[n].Containers[j]
-				s.Pod(cs.Namespace, cs.Pod)
+				v.Pod(cs.Namespace, cs.Pod)
 			}
 		}
 	}

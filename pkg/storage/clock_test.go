@@ -70,9 +70,9 @@ func TestSourceClockSteps(t *testing.T) {
 			f := newFixture(Options{})
 			for i, s := range tc.steps {
 				f.clock.now = t0.Add(s.at)
-				f.Store(&Batch{Key: "n1", CPU: CPUCumulative, Nodes: []NodeSample{
+				f.store(&Batch{Key: "n1", CPU: CPUCumulative, Nodes: []NodeSample{
 					{Node: "n1", Sample: Sample{Timestamp: t0.Add(s.ts), CPU: s.cpu, Memory: s.mem}}}})
-				f.EndCycle(true, nil)
+				f.endCycle(Outcome{Success: true})
 				got, ok := f.Node("n1")
 				if ok != s.served {
 					t.Fatalf("step %d (at %s, sample time %s): served = %v, want %v (%+v)", i, s.at, s.ts, ok, s.served, got)

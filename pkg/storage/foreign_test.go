@@ -18,7 +18,6 @@ func TestWhoseSamplesCount(t *testing.T) {
 	}
 	cases := []struct {
 		name        string
-		informed    bool
 		bound       string // the node the informer binds ns/p to; "" for none
 		rebind      string // a later binding, before the last round
 		reports     []report
@@ -28,26 +27,24 @@ func TestWhoseSamplesCount(t *testing.T) {
 		wantMem     uint64
 	}{
 		{name: "another node reporting the pod with other values is dropped and counted",
-			informed: true, bound: "n1", reports: []report{{"n1", 1}, {"n2", 1000}},
+			bound: "n1", reports: []report{{"n1", 1}, {"n2", 1000}},
 			wantForeign: 1, wantOK: true, wantCPU: 100_000_000, wantMem: 1e6},
 		{name: "the other node reporting first changes nothing",
-			informed: true, bound: "n1", reports: []report{{"n2", 1000}, {"n1", 1}},
+			bound: "n1", reports: []report{{"n2", 1000}, {"n1", 1}},
 			wantForeign: 1, wantOK: true, wantCPU: 100_000_000, wantMem: 1e6},
 		{name: "only another node reporting the pod: nothing is served",
-			informed: true, bound: "n1", reports: []report{{"n2", 1}}, wantForeign: 1},
+			bound: "n1", reports: []report{{"n2", 1}}, wantForeign: 1},
 		{name: "a pod the informer does not know is not stored, and not foreign",
-			informed: true, reports: []report{{"n1", 1}}},
+			reports: []report{{"n1", 1}}},
 		{name: "a pod bound anew to another node starts afresh from that node's samples",
-			informed: true, bound: "n1", rebind: "n2", reports: []report{{"n1", 1}, {"n2", 2}},
+			bound: "n1", rebind: "n2", reports: []report{{"n1", 1}, {"n2", 2}},
 			wantForeign: 1, wantOK: true, wantCPU: 200_000_000, wantMem: 2e6},
-		{name: "without informers the first node to report a pod owns it",
-			reports: []report{{"n1", 1}, {"n2", 1000}}, wantForeign: 1, wantOK: true, wantCPU: 100_000_000, wantMem: 1e6},
 		{name: "cluster-wide batches carry no node and are not checked",
-			informed: true, bound: "n1", reports: []report{{"", 1}}, wantOK: true, wantCPU: 100_000_000, wantMem: 1e6},
+			bound: "n1", reports: []report{{"", 1}}, wantOK: true, wantCPU: 100_000_000, wantMem: 1e6},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(Options{Informed: tc.informed})
+			f := newFixture(Options{})
 			if tc.bound != "" {
 				f.PodBound("ns", "p", tc.bound)
 			}
@@ -66,7 +63,7 @@ func TestWhoseSamplesCount(t *testing.T) {
 						b.CPU, b.Window = CPURate, 15*sec
 						b.Containers[0].CPU = r.x * 0.1
 					}
-					got := f.Store(b)
+					got := f.store(b)
 					rej.Foreign += got.Foreign
 					if got.ForeignPod != "" {
 						rej.ForeignPod = got.ForeignPod
@@ -75,7 +72,7 @@ func TestWhoseSamplesCount(t *testing.T) {
 						t.Errorf("foreign samples counted as invalid or zero: %+v", got)
 					}
 				}
-				f.EndCycle(true, nil)
+				f.endCycle(Outcome{Success: true})
 			}
 			if rej.Foreign != tc.wantForeign {
 				t.Errorf("foreign = %d, want %d (%+v)", rej.Foreign, tc.wantForeign, rej)

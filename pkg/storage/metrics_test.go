@@ -18,6 +18,7 @@ func TestRejectionsCounted(t *testing.T) {
 		return v
 	}
 	f := newFixture(Options{})
+	f.bind("nan", "inf", "zero", "ok")
 	invalid, zero := value("invalid"), value("zero")
 	rej := f.scrape(0, nil, []ContainerSample{
 		ctr("nan", "app", 0, -time.Hour, math.NaN(), 1e6),

@@ -23,7 +23,7 @@ type series struct {
 	window time.Duration // of CPURate samples
 	start  int64         // start time of the newest sample, Unix nanoseconds; 0 when unknown
 	seen   int64         // when the series last received a new sample, on storage's clock (Storage.mono)
-	batch  uint64        // sequence number of the newest Store that reported this series
+	batch  uint64        // sequence number of the newest Append that reported this series
 	bad    bool          // the newest report was rejected: serve nothing rather than an older value
 	// swap is the swap usage of the newest point, NaN when it had none (not reported, or invalid). Only the newest
 	// value is served, so it lives here and not in every point: the rings stay at 24 bytes a sample.

@@ -19,7 +19,7 @@ func snapshotPods(s Snapshot) []string {
 // (until they are stale) while later cycles delete pods, reuse their places for new ones and, after the cluster
 // shrinks, renumber the rest.
 func TestSnapshotsKeepTheirPodsAsPodsComeAndGo(t *testing.T) {
-	f := newFixture(Options{Informed: true})
+	f := newFixture(Options{})
 	running := map[string]bool{} // what the pod informer holds
 	names := func(from, to int) []string {
 		var out []string

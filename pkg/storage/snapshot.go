@@ -6,10 +6,13 @@ import "time"
 // is up to RetainedViews-1 collections old (older is 410 Gone). Each view costs about one servable point per object.
 const RetainedViews = 4
 
-// Snapshot is what was servable at the end of one collection cycle. Reading several objects from one Snapshot gives
-// answers consistent with each other, whatever cycles finish meanwhile.
+// Snapshot is what was servable at the end of one collection cycle, and the source's health then. Reading several
+// objects from one Snapshot gives answers consistent with each other and with its health, whatever cycles finish
+// meanwhile. A Snapshot needs nothing else: it carries its own copy of storage's clock and --stale-after, so that
+// staleness and the 503 are judged at read time.
 type Snapshot interface {
 	Node(name string) (NodePoint, bool)
+	// Pod returns the pod's point; its Containers slice is shared: callers must not modify it.
 	Pod(namespace, name string) (PodPoint, bool)
 	// Generation grows by one with each finished cycle, from a start that grows across restarts: the
 	// resourceVersion.
@@ -18,12 +21,17 @@ type Snapshot interface {
 	Changed() <-chan struct{}
 	// Each calls node with every node and pod with every pod the snapshot holds, stale or not; either may be nil.
 	Each(node func(name string), pod func(namespace, name string))
+	// Health is the source's collection health as of the snapshot's cycle.
+	Health() Health
+	// Unavailable returns the reason to answer 503 ServiceUnavailable, or nil: no cycle had succeeded within
+	// StaleAfter (or none had finished yet), judged now. The error names the source and its last error.
+	Unavailable() error
 }
 
 // Node implements Snapshot.
 func (v *view) Node(name string) (NodePoint, bool) {
 	e, ok := v.nodes[name]
-	if !ok || v.owner.stale(e.seen) {
+	if !ok || v.clock.mono() > e.staleAt {
 		return NodePoint{}, false
 	}
 	return e.NodePoint, true
@@ -36,7 +44,7 @@ func (v *view) Pod(namespace, name string) (PodPoint, bool) {
 		return PodPoint{}, false
 	}
 	e := &v.pods[i]
-	if e.n == 0 || v.owner.stale(e.seen) {
+	if e.n == 0 || v.clock.mono() > e.staleAt {
 		return PodPoint{}, false
 	}
 	end := e.from + e.n
@@ -44,7 +52,10 @@ func (v *view) Pod(namespace, name string) (PodPoint, bool) {
 }
 
 // Generation implements Snapshot.
-func (v *view) Generation() uint64 { return v.owner.epoch + v.health.Cycles }
+func (v *view) Generation() uint64 { return v.generation }
+
+// Health implements Snapshot.
+func (v *view) Health() Health { return v.health }
 
 // Changed implements Snapshot.
 func (v *view) Changed() <-chan struct{} { return v.changed }
@@ -80,7 +91,7 @@ func (s *Storage) At(generation uint64) (Snapshot, bool) {
 
 // publish makes v the newest view and wakes whoever waits on the previous one. Called with s.mu held.
 func (s *Storage) publish(v *view) {
-	v.changed, v.owner = make(chan struct{}), s
+	v.changed = make(chan struct{})
 	prev := s.view.Swap(v)
 	recent := append([]*view(nil), *s.recent.Load()...)
 	recent = append(recent, v)

@@ -31,11 +31,6 @@ type Options struct {
 	Window time.Duration
 	// StaleAfter is how old a series' newest collection may be and still be served (default 3 Resolutions).
 	StaleAfter time.Duration
-	// Informed says cmd tells storage which pods exist, from the pod informer: PodBound for every Running pod with
-	// the node it is bound to, PodDeleted when it is gone. A pod's samples are then stored only once it is bound,
-	// and only from its own node's batches. Without it (tests of other packages), a pod is stored as first reported,
-	// bound to the key of the batch that reported it.
-	Informed bool
 	// Now is the clock (default time.Now); tests set it. Storage only measures time elapsed on it (Time.Sub), so
 	// the monotonic readings of time.Now make a step of the wall clock harmless.
 	Now func() time.Time
@@ -69,11 +64,11 @@ type podKey struct{ namespace, name string }
 type pod struct {
 	node       string      // the node the pod is bound to; only batches of that key count
 	containers []container // sorted by name, so building a view needs no sort
-	batch      uint64      // sequence number of the newest Store that reported the pod
+	batch      uint64      // sequence number of the newest Append that reported the pod
 	slot       int32       // the pod's index in Storage.slots and in every view's pods
 }
 
-// batchMark remembers a batch key's previous Store: its newest sample time, for fresh containers, and when it
+// batchMark remembers a batch key's previous Append: its newest sample time, for fresh containers, and when it
 // happened, for pruning.
 type batchMark struct{ ts, seen int64 }
 
@@ -86,15 +81,15 @@ type container struct {
 type Storage struct {
 	opts Options
 
-	mu        sync.Mutex // held by writers: Store and EndCycle
+	mu        sync.Mutex // held by writers: Append, Commit and the informers' events
 	nodes     map[string]*series
 	pods      map[podKey]*pod
 	slots     slots                // every pod by its slot
-	lastBatch map[string]batchMark // each batch key's previous Store
-	batches   uint64               // Store calls so far, the sequence number of series.batch
+	lastBatch map[string]batchMark // each batch key's previous Append
+	batches   uint64               // Append calls so far, the sequence number of series.batch
 	health    Health
-	// base is the clock at New: times kept for staleness are nanoseconds since base (see mono).
-	base time.Time
+	// clock is Options.Now and its reading at New: times kept for staleness are nanoseconds since then (mono).
+	clock monoClock
 
 	// epoch is the first generation: the clock in milliseconds at New. Cycles come at most once a second, so
 	// generations keep growing across restarts of the process and a watch resumed against a restarted server is
@@ -115,10 +110,11 @@ func New(o Options) *Storage {
 		pods:      map[podKey]*pod{},
 		lastBatch: map[string]batchMark{},
 		health:    Health{Source: o.Source},
-		base:      o.Now(),
+		clock:     monoClock{now: o.Now, base: o.Now()},
 	}
-	s.epoch = uint64(s.base.UnixMilli())
-	first := &view{health: s.health, changed: make(chan struct{}), owner: s}
+	s.epoch = uint64(s.clock.base.UnixMilli())
+	first := &view{health: s.health, generation: s.epoch, changed: make(chan struct{}), clock: s.clock,
+		staleAfter: o.StaleAfter}
 	s.view.Store(first)
 	s.recent.Store(&[]*view{first})
 	return s
@@ -127,10 +123,10 @@ func New(o Options) *Storage {
 // Options returns the options in force, defaults applied.
 func (s *Storage) Options() Options { return s.opts }
 
-// Store appends one batch's samples to their series. It is safe to call from many goroutines during a cycle.
-func (s *Storage) Store(b *Batch) Rejection {
+// store appends one batch's samples to their series (Cycle.Append).
+func (s *Storage) store(b *Batch) Rejection {
 	var rej Rejection
-	now := s.mono()
+	now := s.clock.mono()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.batches++
@@ -155,12 +151,9 @@ func (s *Storage) Store(b *Batch) Rejection {
 		key := podKey{smp.Namespace, smp.Pod}
 		p := s.pods[key]
 		if p == nil {
-			if s.opts.Informed {
-				// Deleted (a kubelet reports a terminating pod for a while), or not Running yet: keeping it
-				// would only bring back what PodDeleted dropped.
-				continue
-			}
-			p = s.addPod(key, b.Key)
+			// Not bound (PodBound): deleted (a kubelet reports a terminating pod for a while), or not Running yet.
+			// Which pods exist is the informer's to say; keeping it would only bring back what PodDeleted dropped.
+			continue
 		}
 		if b.Key != "" && p.node != b.Key {
 			// Bound to another node: its samples would mix with that node's in one ring. Cluster-wide batches
@@ -253,8 +246,8 @@ func (p *pod) series(name string, history int) *series {
 	return sr
 }
 
-// PodBound tells storage that a pod is Running on node (the pod informer's add and update events, with Informed):
-// from then on its samples are taken from that node's batches only. A pod bound to another node than storage
+// PodBound tells storage that a pod is Running on node (the pod informer's add and update events): from then on
+// its samples are stored, and taken from that node's batches only. A pod bound to another node than storage
 // knew (a deletion missed, then the name reused elsewhere) starts afresh: two nodes' samples never share a ring.
 func (s *Storage) PodBound(namespace, name, node string) {
 	key := podKey{namespace, name}
@@ -269,8 +262,8 @@ func (s *Storage) PodBound(namespace, name, node string) {
 	}
 }
 
-// NodeDeleted drops a deleted node's series and its batch mark at once; cmd calls it from the node informer's
-// delete events. The node's pods go by their own delete events.
+// NodeDeleted drops a deleted node's series at once; cmd calls it from the node informer's delete events. The
+// node's pods go by their own delete events.
 func (s *Storage) NodeDeleted(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -278,7 +271,6 @@ func (s *Storage) NodeDeleted(name string) {
 		seriesPruned.WithLabelValues("deleted").Inc()
 		delete(s.nodes, name)
 	}
-	delete(s.lastBatch, name)
 }
 
 // PodDeleted drops the series of a pod that was deleted (or stopped Running) at once; cmd calls it from the pod
@@ -300,18 +292,17 @@ func (s *Storage) dropPod(key podKey, p *pod, reason string) {
 	delete(s.pods, key)
 }
 
-// EndCycle finishes a collection cycle: it records its outcome, prunes deleted and stale series and publishes the
-// new servable view. success follows DESIGN.md section 3; err is the cycle's error, if any (kept even on success,
-// e.g. one node of many failed).
-func (s *Storage) EndCycle(success bool, err error) {
+// endCycle finishes a collection cycle (Cycle.Commit): it records its outcome, prunes stale series and publishes
+// the new servable view.
+func (s *Storage) endCycle(o Outcome) {
 	now := s.opts.Now()
-	mono := now.Sub(s.base).Nanoseconds()
+	mono := now.Sub(s.clock.base).Nanoseconds()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.health.Cycles++
 	s.health.LastCycle = now
-	s.health.LastError = err
-	if success {
+	s.health.LastError = o.Err
+	if o.Success {
 		s.health.LastSuccess = now
 	}
 	pods := s.prune(mono)
@@ -320,30 +311,3 @@ func (s *Storage) EndCycle(success bool, err error) {
 	seriesGauge.WithLabelValues("node").Set(float64(len(s.nodes)))
 	seriesGauge.WithLabelValues("pod").Set(float64(pods))
 }
-
-// Node returns the servable metrics of a node in the newest view.
-func (s *Storage) Node(name string) (NodePoint, bool) { return s.view.Load().Node(name) }
-
-// Pod returns the servable metrics of a pod in the newest view. The returned Containers slice is shared: callers
-// must not modify it.
-func (s *Storage) Pod(namespace, name string) (PodPoint, bool) {
-	return s.view.Load().Pod(namespace, name)
-}
-
-// mono is the time on storage's clock, as nanoseconds since New: with time.Now's monotonic readings, a step of the
-// wall clock does not make series stale or fresh.
-func (s *Storage) mono() int64 { return s.opts.Now().Sub(s.base).Nanoseconds() }
-
-// stale reports whether a series whose newest new sample arrived at seen (see mono) is older than StaleAfter.
-func (s *Storage) stale(seen int64) bool {
-	return s.mono()-seen > int64(s.opts.StaleAfter)
-}
-
-// Health returns the collection health as of the newest finished cycle.
-func (s *Storage) Health() Health { return s.view.Load().health }
-
-// Ready reports whether the first collection cycle has finished, whatever its outcome.
-func (s *Storage) Ready() bool { return s.view.Load().health.Cycles > 0 }
-
-// Generation identifies the servable view: it grows by one with each finished cycle (see epoch).
-func (s *Storage) Generation() uint64 { return s.view.Load().Generation() }

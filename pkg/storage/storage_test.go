@@ -29,11 +29,27 @@ func newFixture(o Options) *fixture {
 	return &fixture{New(o), c}
 }
 
+// Node, Pod, Health, Unavailable and Generation read the newest snapshot, for tests that read one value at a time.
+func (f *fixture) Node(name string) (NodePoint, bool) { return f.Latest().Node(name) }
+func (f *fixture) Pod(namespace, name string) (PodPoint, bool) {
+	return f.Latest().Pod(namespace, name)
+}
+func (f *fixture) Health() Health     { return f.Latest().Health() }
+func (f *fixture) Unavailable() error { return f.Latest().Unavailable() }
+func (f *fixture) Generation() uint64 { return f.Latest().Generation() }
+
+// bind tells storage that the pods ns/<name> are Running on n1, the node scrape reports, as the pod informer does.
+func (f *fixture) bind(pods ...string) {
+	for _, name := range pods {
+		f.PodBound("ns", name, "n1")
+	}
+}
+
 // scrape stores one node batch taken at the given offset from t0 (also the wall clock) and ends the cycle.
 func (f *fixture) scrape(at time.Duration, nodes []NodeSample, cs []ContainerSample) Rejection {
 	f.clock.now = t0.Add(at)
-	rej := f.Store(&Batch{Key: "n1", CPU: CPUCumulative, Nodes: nodes, Containers: cs})
-	f.EndCycle(true, nil)
+	rej := f.store(&Batch{Key: "n1", CPU: CPUCumulative, Nodes: nodes, Containers: cs})
+	f.endCycle(Outcome{Success: true})
 	return rej
 }
 
@@ -178,6 +194,7 @@ func TestContainerLifecycle(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(Options{})
+			f.bind("p", "other")
 			for i, b := range tc.batches {
 				f.scrape(time.Duration(i)*15*sec, nil, b)
 			}
@@ -216,6 +233,7 @@ func TestInvalidAndZeroSamplesAreRejected(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(Options{})
+			f.bind("p")
 			f.scrape(0, nil, []ContainerSample{ctr("p", "app", 0, -time.Hour, 1, 1e6)})
 			rej := f.scrape(15*time.Second, nil, []ContainerSample{ctr("p", "app", 15*time.Second, -time.Hour, tc.cpu, tc.mem)})
 			if rej.Invalid != tc.wantInvalid || rej.Zero != tc.zero || !strings.Contains(rej.Example, "ns/p/app") {
@@ -230,9 +248,10 @@ func TestInvalidAndZeroSamplesAreRejected(t *testing.T) {
 
 func TestRateSamples(t *testing.T) {
 	f := newFixture(Options{})
-	f.Store(&Batch{CPU: CPURate, Window: 5 * time.Minute, Containers: []ContainerSample{
+	f.bind("p")
+	f.store(&Batch{CPU: CPURate, Window: 5 * time.Minute, Containers: []ContainerSample{
 		ctr("p", "idle", 0, 0, 0, 4096), ctr("p", "busy", 0, 0, 0.123456789, 1e6)}})
-	f.EndCycle(true, nil)
+	f.endCycle(Outcome{Success: true})
 	got, ok := f.Pod("ns", "p")
 	if !ok || len(got.Containers) != 2 {
 		t.Fatalf("rate pod not served after one sample: %+v %v", got, ok)
@@ -244,12 +263,14 @@ func TestRateSamples(t *testing.T) {
 
 func TestStaleAfterAndMissedScrapes(t *testing.T) {
 	f := newFixture(Options{})
-	f.scrape(0, []NodeSample{node("n1", 0, 100, 1e9)}, nil)
-	f.scrape(15*time.Second, []NodeSample{node("n1", 15*time.Second, 103, 1e9)}, nil)
+	f.bind("p")
+	f.scrape(0, []NodeSample{node("n1", 0, 100, 1e9)}, []ContainerSample{ctr("p", "app", 0, -time.Hour, 10, 1e6)})
+	f.scrape(15*time.Second, []NodeSample{node("n1", 15*time.Second, 103, 1e9)},
+		[]ContainerSample{ctr("p", "app", 15*time.Second, -time.Hour, 11, 1e6)})
 	// Missed scrapes: cycles end with nothing stored for n1.
 	for _, at := range []time.Duration{30 * time.Second, 45 * time.Second, 60 * time.Second} {
 		f.clock.now = t0.Add(at)
-		f.EndCycle(true, nil)
+		f.endCycle(Outcome{Success: true})
 		got, ok := f.Node("n1")
 		if !ok || !got.Timestamp.Equal(t0.Add(15*time.Second)) {
 			t.Fatalf("at %s: node missed by a scrape should keep its last value with its true timestamp: %+v %v", at, got, ok)
@@ -259,14 +280,22 @@ func TestStaleAfterAndMissedScrapes(t *testing.T) {
 	if got, ok := f.Node("n1"); ok {
 		t.Fatalf("stale node served: %+v", got)
 	}
-	f.EndCycle(true, nil)
+	f.endCycle(Outcome{Success: true})
 	if _, ok := f.nodes["n1"]; ok {
 		t.Error("stale series not pruned from storage")
+	}
+	// Staleness is a rule of the data: the pod's samples go, its binding (the informer's to end) stays; and the
+	// batch mark of a key silent for --stale-after goes by the same rule, whatever the key names.
+	if p := f.pods[podKey{"ns", "p"}]; p == nil || len(p.containers) != 0 {
+		t.Errorf("stale pod: %+v, want still bound, without series", p)
+	}
+	if len(f.lastBatch) != 0 {
+		t.Errorf("batch marks %v kept for a key silent for longer than stale-after", f.lastBatch)
 	}
 }
 
 func TestDeletedObjectsArePruned(t *testing.T) {
-	f := newFixture(Options{Informed: true})
+	f := newFixture(Options{})
 	f.PodBound("ns", "p", "n1")
 	f.PodBound("ns", "q", "n1")
 	batch := func(at time.Duration) []ContainerSample {
@@ -279,7 +308,7 @@ func TestDeletedObjectsArePruned(t *testing.T) {
 	}
 	f.PodDeleted("ns", "q")
 	f.NodeDeleted("n1")
-	f.EndCycle(true, nil)
+	f.endCycle(Outcome{Success: true})
 	if _, ok := f.Pod("ns", "q"); ok {
 		t.Error("deleted pod still served")
 	}
@@ -289,8 +318,8 @@ func TestDeletedObjectsArePruned(t *testing.T) {
 	if _, ok := f.Pod("ns", "p"); !ok {
 		t.Error("live pod lost when another was deleted")
 	}
-	if len(f.nodes) != 0 || len(f.pods) != 1 || len(f.lastBatch) != 0 {
-		t.Errorf("storage keeps %d nodes, %d pods, %d batch keys; want 0, 1, 0", len(f.nodes), len(f.pods), len(f.lastBatch))
+	if len(f.nodes) != 0 || len(f.pods) != 1 {
+		t.Errorf("storage keeps %d nodes, %d pods; want 0, 1", len(f.nodes), len(f.pods))
 	}
 	// A kubelet goes on reporting a terminating pod for a while: that must not bring it back, nor keep a pod that
 	// was never Running.
@@ -306,26 +335,26 @@ func TestDeletedObjectsArePruned(t *testing.T) {
 
 func TestHealthAndUnavailable(t *testing.T) {
 	f := newFixture(Options{Source: "kubelet"})
-	if f.Ready() || f.Unavailable() == nil || !strings.Contains(f.Unavailable().Error(), "not finished its first collection") {
-		t.Fatalf("before the first cycle: ready=%v unavailable=%v", f.Ready(), f.Unavailable())
+	if f.Health().Cycles != 0 || f.Unavailable() == nil || !strings.Contains(f.Unavailable().Error(), "not finished its first collection") {
+		t.Fatalf("before the first cycle: cycles=%d unavailable=%v", f.Health().Cycles, f.Unavailable())
 	}
 	boom := errors.New("node n1: connection refused")
-	f.EndCycle(false, boom)
+	f.endCycle(Outcome{Err: boom})
 	err := f.Unavailable()
-	if !f.Ready() || err == nil || !errors.Is(err, boom) || !strings.Contains(err.Error(), "kubelet") {
-		t.Fatalf("after a failed first cycle: ready=%v unavailable=%v", f.Ready(), err)
+	if f.Health().Cycles != 1 || err == nil || !errors.Is(err, boom) || !strings.Contains(err.Error(), "kubelet") {
+		t.Fatalf("after a failed first cycle: cycles=%d unavailable=%v", f.Health().Cycles, err)
 	}
-	f.EndCycle(true, nil)
+	f.endCycle(Outcome{Success: true})
 	if err := f.Unavailable(); err != nil || f.Generation() != uint64(t0.UnixMilli())+2 {
 		t.Fatalf("after a success: unavailable=%v generation=%d", err, f.Generation())
 	}
 	f.clock.now = t0.Add(40 * time.Second)
-	f.EndCycle(false, boom)
+	f.endCycle(Outcome{Err: boom})
 	if err := f.Unavailable(); err != nil {
 		t.Fatalf("a failure within stale-after of a success must still serve: %v", err)
 	}
 	f.clock.now = t0.Add(50 * time.Second)
-	f.EndCycle(false, boom)
+	f.endCycle(Outcome{Err: boom})
 	if err := f.Unavailable(); err == nil || !errors.Is(err, boom) || !strings.Contains(err.Error(), "for 50s") {
 		t.Fatalf("no success within stale-after: unavailable=%v", err)
 	}
@@ -360,7 +389,7 @@ func TestSnapshotsAreConsistentAndRetained(t *testing.T) {
 		t.Errorf("latest = %+v at generation %d", p, f.Latest().Generation())
 	}
 	for gen := uint64(0); gen < 3+RetainedViews; gen++ {
-		f.EndCycle(true, nil)
+		f.endCycle(Outcome{Success: true})
 	}
 	latest := f.Latest().Generation()
 	if _, ok := f.At(latest - RetainedViews + 1); !ok {

@@ -55,6 +55,7 @@ func TestSwap(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(Options{})
+			f.bind("p")
 			f.scrape(0, []NodeSample{{Node: "n1", Sample: tc.first.Sample}}, []ContainerSample{tc.first})
 			n := tc.next
 			rej := f.scrape(15*time.Second, []NodeSample{{Node: "n1", Sample: n.Sample}}, []ContainerSample{n})

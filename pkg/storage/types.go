@@ -1,10 +1,23 @@
-// Package storage owns metrics-ring's data model: a ring of recent samples per series (node or container), fed in
-// batches by a source (kubelet scraper or Prometheus adapter) and read by the API as NodePoint and PodPoint values.
-// Which pods exist, and on which node (whose samples count), it learns from the informers' events that cmd passes
-// on (PodBound, PodDeleted, NodeDeleted); it never asks a lister.
+// Package storage owns metrics-ring's data model: a ring of recent samples per series (node or container), and the
+// snapshots of what is servable that the API reads as NodePoint and PodPoint values.
 //
-// Writers (one collection cycle at a time) append to the rings under a mutex; at the end of each cycle the servable
-// view is rebuilt and published with one atomic pointer swap, so readers never wait on a collection.
+// Writing is one collection cycle at a time, driven by pkg/collect's loop: BeginCycle; the source hands each batch
+// (one node's kubelet response, or one cluster-wide Prometheus poll) to Cycle.Append, which validates its samples
+// and appends them to their series' rings under a mutex, a pod's only from the node it is bound to; Cycle.Commit
+// records the cycle's outcome as the source's health, prunes what went stale and publishes a new Snapshot with one
+// atomic pointer swap, so readers never wait on a collection.
+//
+// Which objects exist comes from the informers' events alone, passed on by cmd: PodBound (a pod Running on a node:
+// its samples are stored from then on), PodDeleted and NodeDeleted (its series dropped at once). Storage never asks
+// a lister. Staleness is a rule of the data: a series not fed a new sample within --stale-after is dropped.
+//
+// Reading is one atomic load: Latest (or At, a retained generation) returns a Snapshot that needs nothing else: the
+// values, the time each turns stale, the generation (the API's resourceVersion), the source's health and the 503
+// decision (Unavailable).
+//
+// Files: types.go (batches, points, health), cycle.go (a cycle's handle), storage.go (appending; the informers'
+// events), series.go (one ring and what it serves), view.go (pruning; building a snapshot), snapshot.go (reading
+// one; the retained ones), slots.go (pod numbering, for pointer-free snapshots), metrics.go (self-metrics).
 package storage
 
 import (
@@ -53,7 +66,7 @@ type ContainerSample struct {
 }
 
 // Batch is what one source call produced: one node's kubelet response, or one cluster-wide Prometheus poll. The
-// slices are only read during Store, so a source may reuse one Batch between calls.
+// slices are only read during Cycle.Append, so a source may reuse one Batch between calls.
 type Batch struct {
 	// Key names what the batch covers (the node name for the kubelet, "" for a cluster-wide poll). A container first
 	// seen in a batch whose start time is after the previous batch of the same key counts from zero at its start.
@@ -67,7 +80,7 @@ type Batch struct {
 	Containers []ContainerSample
 }
 
-// Rejection counts the samples of a Store call that were not kept, by reason, so the source can report them with
+// Rejection counts the samples of a Cycle.Append call that were not kept, by reason, so the source can report them with
 // its own context (which node, which query).
 type Rejection struct {
 	// Invalid counts samples with NaN, infinite or negative values.

@@ -16,26 +16,41 @@ type view struct {
 	pods       []podEntry
 	containers []ContainerPoint
 	health     Health
+	generation uint64
 	changed    chan struct{} // closed when the next view is published
-	owner      *Storage      // for the staleness check at read time
+	// clock and staleAfter are copies of storage's, so a view answers alone: which entries are stale is decided at
+	// read time, because time passes between cycles, and so is the 503 of DESIGN.md section 3.
+	clock      monoClock
+	staleAfter time.Duration
 }
+
+// monoClock is storage's clock: Now, and the reading at New that times kept for staleness count from (see mono).
+type monoClock struct {
+	now  func() time.Time
+	base time.Time
+}
+
+// mono is the time on the clock as nanoseconds since base: with time.Now's monotonic readings, a step of the wall
+// clock does not make series stale or fresh.
+func (c monoClock) mono() int64 { return c.now().Sub(c.base).Nanoseconds() }
 
 type nodeEntry struct {
 	NodePoint
-	seen int64
+	staleAt int64 // when the entry turns stale, on the clock's mono
 }
 
-// podEntry is a pod's servable point, without pointers: times are Unix nanoseconds and the containers are
-// containers[from:from+n] of its view. n is 0 when the pod is not servable.
+// podEntry is a pod's servable point, without pointers: times are Unix nanoseconds (staleAt on the clock's mono) and
+// the containers are containers[from:from+n] of its view. n is 0 when the pod is not servable.
 type podEntry struct {
-	ts, seen int64
-	window   time.Duration
-	from, n  uint32
+	ts, staleAt int64
+	window      time.Duration
+	from, n     uint32
 }
 
-// prune drops stale series and containers missing from their pod's newest report, and returns how many pods have
-// series left. Deleted nodes and pods are gone already (NodeDeleted, PodDeleted). now is on storage's clock (mono).
-// Called with s.mu held.
+// prune drops stale series, containers missing from their pod's newest report and stale batch marks, and returns
+// how many pods have series left. These are rules of the data; which objects exist is the informers' to say
+// (PodBound, PodDeleted, NodeDeleted), so a stale pod keeps its binding. now is on storage's clock (mono). Called
+// with s.mu held.
 func (s *Storage) prune(now int64) (pods int) {
 	stale := int64(s.opts.StaleAfter)
 	for name, sr := range s.nodes {
@@ -44,7 +59,7 @@ func (s *Storage) prune(now int64) (pods int) {
 			delete(s.nodes, name)
 		}
 	}
-	for key, p := range s.pods {
+	for _, p := range s.pods {
 		switch {
 		case len(p.containers) == 0: // bound, no samples yet
 		case now-p.newestSeen() <= stale:
@@ -52,13 +67,13 @@ func (s *Storage) prune(now int64) (pods int) {
 			// container removed by a restart of the pod sandbox).
 			p.containers = slices.DeleteFunc(p.containers, func(c container) bool { return c.batch != p.batch })
 			pods++
-		case s.opts.Informed: // the pod still exists: keep its binding, forget its samples
+		default: // the pod still exists: keep its binding, forget its samples
 			seriesPruned.WithLabelValues("stale").Add(float64(len(p.containers)))
 			p.containers = nil
-		default:
-			s.dropPod(key, p, "stale")
 		}
 	}
+	// A batch key's mark (its previous batch) goes when the key has sent nothing for StaleAfter, whatever the key
+	// names: containers of a key heard from again after that are not counted as new since its previous batch.
 	for key, m := range s.lastBatch {
 		if now-m.seen > stale {
 			delete(s.lastBatch, key)
@@ -81,17 +96,20 @@ func (s *Storage) buildView() *view {
 	now := s.opts.Now()
 	w, res, stale := s.opts.Window, s.opts.Resolution, s.opts.StaleAfter
 	v := &view{
-		nodes:  make(map[string]nodeEntry, len(s.nodes)),
-		index:  s.slots.indexOf(s.pods),
-		pods:   make([]podEntry, len(s.slots.pods)),
-		health: s.health,
+		nodes:      make(map[string]nodeEntry, len(s.nodes)),
+		index:      s.slots.indexOf(s.pods),
+		pods:       make([]podEntry, len(s.slots.pods)),
+		health:     s.health,
+		generation: s.epoch + s.health.Cycles,
+		clock:      s.clock,
+		staleAfter: stale,
 	}
 	for name, sr := range s.nodes {
 		u, ts, win, ok := sr.usage(w, res, stale)
 		if !ok {
 			continue
 		}
-		v.nodes[name] = nodeEntry{NodePoint{time.Unix(0, ts), win, u}, sr.seen}
+		v.nodes[name] = nodeEntry{NodePoint{time.Unix(0, ts), win, u}, sr.seen + int64(stale)}
 		freshness.Observe(now.Sub(time.Unix(0, ts)).Seconds())
 	}
 	total := 0
@@ -116,7 +134,7 @@ func (s *Storage) buildView() *view {
 			if ts > e.ts {
 				e.ts, e.window = ts, win
 			}
-			e.seen = max(e.seen, c.seen)
+			e.staleAt = max(e.staleAt, c.seen+int64(stale))
 		}
 		if !servable {
 			v.containers = v.containers[:from]
@@ -128,12 +146,11 @@ func (s *Storage) buildView() *view {
 	return v
 }
 
-// Unavailable returns the reason to answer 503 ServiceUnavailable, or nil: no cycle has succeeded within
-// StaleAfter (or none has finished yet). The error names the source and its last error.
-func (s *Storage) Unavailable() error {
-	h := s.Health()
-	now := s.opts.Now()
-	if !h.LastSuccess.IsZero() && now.Sub(h.LastSuccess) <= s.opts.StaleAfter {
+// Unavailable implements Snapshot.
+func (v *view) Unavailable() error {
+	h := v.health
+	now := v.clock.now()
+	if !h.LastSuccess.IsZero() && now.Sub(h.LastSuccess) <= v.staleAfter {
 		return nil
 	}
 	last := h.LastError
@@ -145,7 +162,7 @@ func (s *Storage) Unavailable() error {
 		return fmt.Errorf("metrics not available yet: the %s source has not finished its first collection", h.Source)
 	case h.LastSuccess.IsZero():
 		return fmt.Errorf("no successful collection from the %s source yet: %w", h.Source, last)
-	case now.Sub(h.LastCycle) > s.opts.StaleAfter:
+	case now.Sub(h.LastCycle) > v.staleAfter:
 		return fmt.Errorf("the %s source's collection has stalled: last cycle finished %s ago", h.Source,
 			now.Sub(h.LastCycle).Round(time.Second))
 	default:

@@ -1,5 +1,3 @@
-// Package app is the metrics-ring command: its flags (every metrics-server v0.9 flag, with the same meaning, plus
-// metrics-ring's own) and the wiring of informers, storage, the kubelet scraper and the API server.
 package app
 
 import (

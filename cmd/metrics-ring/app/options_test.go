@@ -159,16 +159,16 @@ func TestFlags(t *testing.T) {
 			"--prometheus-verb=POST", "--prometheus-header=X-Scope-OrgID=team-a", "--prometheus-token-file=/var/run/token",
 			"--prometheus-max-response-bytes=1048576"},
 			check: func(t *testing.T, o *Options) {
-				ao, err := o.Prometheus.adapterOptions(o.MetricResolution)
+				ao, err := o.Prometheus.adapterOptions()
 				if err != nil || ao.URL != "http://127.0.0.1:9090" || ao.Method != "POST" || ao.Headers["X-Scope-OrgID"] != "team-a" ||
-					ao.BearerTokenFile != "/var/run/token" || ao.Timeout != 4500*time.Millisecond || ao.Resolution != 5*time.Second ||
+					ao.BearerTokenFile != "/var/run/token" || ao.Timeout != 4500*time.Millisecond ||
 					ao.MaxResponseBytes != 1<<20 {
 					t.Errorf("adapter options %+v, err %v: want the flags, and the query timeout fitted to 90%% of the resolution", ao, err)
 				}
 			}},
 		{name: "prometheus response cap defaults to 64 MiB", args: []string{"--source=prometheus", "--prometheus-url=http://127.0.0.1:9090"},
 			check: func(t *testing.T, o *Options) {
-				if ao, err := o.Prometheus.adapterOptions(o.MetricResolution); err != nil || ao.MaxResponseBytes != 64<<20 {
+				if ao, err := o.Prometheus.adapterOptions(); err != nil || ao.MaxResponseBytes != 64<<20 {
 					t.Errorf("max response bytes %d, err %v", ao.MaxResponseBytes, err)
 				}
 			}},

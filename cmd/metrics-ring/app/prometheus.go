@@ -50,7 +50,7 @@ func (o *PrometheusOptions) AddFlags(fs *pflag.FlagSet) {
 // validate checks the flags that are needed with --source=prometheus. The adapter's ClientOptions own the checks
 // and their messages, so the flags are checked as the options they make.
 func (o *PrometheusOptions) validate() []error {
-	return validateAs(o.adapterOptions(0))
+	return validateAs(o.adapterOptions())
 }
 
 func (o *PrometheusOptions) headers() (map[string]string, error) {
@@ -66,13 +66,12 @@ func (o *PrometheusOptions) headers() (map[string]string, error) {
 }
 
 // adapterOptions builds the Prometheus source's options; the error is an invalid --prometheus-header.
-func (o *PrometheusOptions) adapterOptions(resolution time.Duration) (adapter.Options, error) {
+func (o *PrometheusOptions) adapterOptions() (adapter.Options, error) {
 	headers, err := o.headers()
 	return adapter.Options{
 		ClientOptions: adapter.ClientOptions{URL: o.URL, BearerTokenFile: o.TokenFile, CAFile: o.CAFile,
 			CertFile: o.ClientCert, KeyFile: o.ClientKey, InsecureSkipVerify: o.InsecureTLS, Headers: headers,
 			Method: o.Verb, Timeout: o.QueryTimeout, MaxResponseBytes: o.MaxResponse},
 		ConfigFile: o.ConfigFile,
-		Resolution: resolution,
 	}, err
 }

@@ -18,14 +18,15 @@ import (
 
 	"github.com/metrics-ring/metrics-ring/pkg/adapter"
 	"github.com/metrics-ring/metrics-ring/pkg/api"
+	"github.com/metrics-ring/metrics-ring/pkg/collect"
 	"github.com/metrics-ring/metrics-ring/pkg/scraper"
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 	"github.com/metrics-ring/metrics-ring/pkg/version"
 )
 
 // Run wires and runs metrics-ring until ctx is done: informers (nodes; Running pods, trimmed), storage, the
-// kubelet scraper (started once the informers have synced) and the API server (serving at once, with /readyz
-// failing until the first collection cycle has finished).
+// source (kubelet scraper or Prometheus adapter) and its collection loop (started once the informers have synced),
+// and the API server (serving at once, with /readyz failing until the first collection cycle has finished).
 func Run(ctx context.Context, o *Options) error {
 	gcPercent := setGCPercent()
 	klog.InfoS("Starting metrics-ring", "version", version.Version, "commit", version.Commit, "source", o.Source,
@@ -50,12 +51,12 @@ func Run(ctx context.Context, o *Options) error {
 type Wired struct {
 	Server  *genericapiserver.GenericAPIServer
 	Storage *storage.Storage
-	Source  source
+	Loop    *collect.Loop
 	start   func(stop <-chan struct{})
 	synced  []cache.InformerSynced
 }
 
-// Wire builds informers, storage, scraper and server from o and the given clients; tests pass fakes.
+// Wire builds informers, storage, source, loop and server from o and the given clients; tests pass fakes.
 func Wire(o *Options, client kubernetes.Interface, restConfig *rest.Config) (*Wired, error) {
 	factory := informers.NewSharedInformerFactory(client, 0)
 	nodes := factory.Core().V1().Nodes()
@@ -78,7 +79,6 @@ func Wire(o *Options, client kubernetes.Interface, restConfig *rest.Config) (*Wi
 		Resolution: o.MetricResolution,
 		Window:     o.Window,
 		StaleAfter: o.StaleAfter,
-		Informed:   true,
 	})
 	if _, err := podInformer.AddEventHandler(podBindings(store)); err != nil {
 		return nil, fmt.Errorf("pod informer: %w", err)
@@ -92,7 +92,11 @@ func Wire(o *Options, client kubernetes.Interface, restConfig *rest.Config) (*Wi
 	if err != nil {
 		return nil, err
 	}
-	src, timeout, err := newSource(o, so, nodes.Lister(), store)
+	src, timeout, err := newSource(o, so, nodes.Lister())
+	if err != nil {
+		return nil, err
+	}
+	loop, err := collect.New(src, store, collect.Options{Source: o.Source, Resolution: o.MetricResolution})
 	if err != nil {
 		return nil, err
 	}
@@ -103,8 +107,7 @@ func Wire(o *Options, client kubernetes.Interface, restConfig *rest.Config) (*Wi
 	}
 	synced := []cache.InformerSynced{nodeInformer.HasSynced, podInformer.HasSynced}
 	srv, err := api.NewServer(cfg, api.Deps{
-		Metrics:           store,
-		Health:            store,
+		Snapshots:         store,
 		Nodes:             nodes.Lister(),
 		Pods:              pods,
 		NodeSelector:      requirements(so),
@@ -120,7 +123,7 @@ func Wire(o *Options, client kubernetes.Interface, restConfig *rest.Config) (*Wi
 	return &Wired{
 		Server:  srv,
 		Storage: store,
-		Source:  src,
+		Loop:    loop,
 		start: func(stop <-chan struct{}) {
 			factory.Start(stop)
 			podFactory.Start(stop)
@@ -129,43 +132,38 @@ func Wire(o *Options, client kubernetes.Interface, restConfig *rest.Config) (*Wi
 	}, nil
 }
 
-// Run starts the informers, the scraper once they have synced, and serves until ctx is done (SIGTERM). Then
+// Run starts the informers, the collection loop once they have synced, and serves until ctx is done (SIGTERM). Then
 // /readyz fails at once, the server goes on serving for --shutdown-delay-duration so that endpoints drain, ends
 // the watches and returns; the informers and the source run until then, so what is served stays fresh.
 func (w *Wired) Run(ctx context.Context) error {
-	collect, stop := context.WithCancel(context.WithoutCancel(ctx))
+	background, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
-	w.start(collect.Done())
-	go returnStartupMemory(collect, w.Storage.Latest().Changed())
+	w.start(background.Done())
+	go returnStartupMemory(background, w.Storage.Latest().Changed())
 	go func() {
-		if !cache.WaitForCacheSync(collect.Done(), w.synced...) {
+		if !cache.WaitForCacheSync(background.Done(), w.synced...) {
 			return
 		}
 		klog.InfoS("Informers synced, starting collection")
-		w.Source.Run(collect)
+		w.Loop.Run(background)
 	}()
 	return w.Server.PrepareRun().RunWithContext(ctx)
 }
 
-// source is a collector feeding storage: the kubelet scraper or the Prometheus adapter.
-type source interface {
-	Run(ctx context.Context)
-}
-
 // newSource builds the --source's collector and returns the timeout bounding one of its requests.
-func newSource(o *Options, so scraper.Options, nodes scraper.NodeLister, store *storage.Storage) (source, time.Duration, error) {
+func newSource(o *Options, so scraper.Options, nodes scraper.NodeLister) (collect.Source, time.Duration, error) {
 	if o.Source == SourcePrometheus {
-		ao, err := o.Prometheus.adapterOptions(o.MetricResolution)
+		ao, err := o.Prometheus.adapterOptions()
 		if err != nil {
 			return nil, 0, err
 		}
-		a, err := adapter.New(ao, store)
+		a, err := adapter.New(ao)
 		if err != nil {
 			return nil, 0, fmt.Errorf("building the Prometheus source: %w", err)
 		}
 		return a, o.Prometheus.QueryTimeout, nil
 	}
-	s, err := scraper.New(so, nodes, store)
+	s, err := scraper.New(so, nodes)
 	if err != nil {
 		return nil, 0, fmt.Errorf("building the kubelet scraper: %w", err)
 	}

@@ -163,7 +163,7 @@ func TestWiring(t *testing.T) {
 			t.Fatalf("/readyz never passed with %q:\n%s", want, body)
 		}
 	}
-	if h := w.Storage.Health(); h.Cycles == 0 || h.Source != "kubelet" {
+	if h := w.Storage.Latest().Health(); h.Cycles == 0 || h.Source != "kubelet" {
 		t.Fatalf("storage health %+v", h)
 	}
 
@@ -171,17 +171,17 @@ func TestWiring(t *testing.T) {
 	var p storage.NodePoint
 	ok := false
 	for i := 0; i < 100 && !ok; i++ { // bounded
-		if p, ok = w.Storage.Node("node-1"); !ok {
+		if p, ok = w.Storage.Latest().Node("node-1"); !ok {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
 	if !ok || p.Memory != 1<<30 {
 		t.Fatalf("node-1 never servable (%v) or wrong memory %d after %d scrapes", ok, p.Memory, f.scrapes.Load())
 	}
-	if _, ok := w.Storage.Pod("ns", "p1"); !ok {
+	if _, ok := w.Storage.Latest().Pod("ns", "p1"); !ok {
 		t.Fatal("pod ns/p1 not servable when node-1 is")
 	}
-	if p, ok := w.Storage.Pod("ns", "p2"); ok {
+	if p, ok := w.Storage.Latest().Pod("ns", "p2"); ok {
 		t.Fatalf("pod ns/p2, bound to node-2, served from node-1's report: %+v", p)
 	}
 	// Deleting the pod drops its series by the next cycle, though the kubelet goes on reporting it.
@@ -190,7 +190,7 @@ func TestWiring(t *testing.T) {
 	}
 	deleted := false
 	for i := 0; i < 100 && !deleted; i++ { // bounded: a cycle a second
-		if _, ok := w.Storage.Pod("ns", "p1"); ok {
+		if _, ok := w.Storage.Latest().Pod("ns", "p1"); ok {
 			time.Sleep(50 * time.Millisecond)
 		} else {
 			deleted = true
@@ -199,7 +199,7 @@ func TestWiring(t *testing.T) {
 	if !deleted {
 		t.Fatalf("deleted pod ns/p1 still served after %d scrapes", f.scrapes.Load())
 	}
-	if _, ok := w.Storage.Node("node-1"); !ok {
+	if _, ok := w.Storage.Latest().Node("node-1"); !ok {
 		t.Fatal("node-1 not served after its pod was deleted")
 	}
 	code, _, err := insecureGet("https://" + f.addr + "/apis/metrics.k8s.io/v1beta1/nodes")

@@ -1,0 +1,175 @@
+package collect
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/component-base/metrics/testutil"
+
+	"github.com/metrics-ring/metrics-ring/pkg/storage"
+)
+
+// fakeSource appends one node sample per cycle and reports a fixed outcome; it records the deadlines it was given
+// and how many of its cycles ran at once.
+type fakeSource struct {
+	budget  time.Duration
+	outcome storage.Outcome
+	sleep   time.Duration
+
+	mu        sync.Mutex
+	deadlines []time.Time
+	cycles    int
+	inFlight  atomic.Int32
+	overlaps  atomic.Int32
+}
+
+func (f *fakeSource) Budget() time.Duration { return f.budget }
+
+func (f *fakeSource) Collect(ctx context.Context, add storage.AppendFunc) storage.Outcome {
+	if f.inFlight.Add(1) > 1 {
+		f.overlaps.Add(1)
+	}
+	defer f.inFlight.Add(-1)
+	time.Sleep(f.sleep)
+	d, _ := ctx.Deadline()
+	f.mu.Lock()
+	f.deadlines = append(f.deadlines, d)
+	f.cycles++
+	n := f.cycles
+	f.mu.Unlock()
+	add(&storage.Batch{CPU: storage.CPURate, Window: time.Minute, Nodes: []storage.NodeSample{{Node: "n1",
+		Sample: storage.Sample{Timestamp: time.Now(), CPU: float64(n), Memory: 1 << 30}}}})
+	return f.outcome
+}
+
+func (f *fakeSource) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cycles
+}
+
+func TestCycleCommitsTheSourceOutcome(t *testing.T) {
+	boom := errors.New("node n2: connection refused")
+	for _, tc := range []struct {
+		name    string
+		outcome storage.Outcome
+	}{
+		{"clean", storage.Outcome{Success: true}},
+		{"partial: a success with an error", storage.Outcome{Success: true, Err: boom}},
+		{"failed", storage.Outcome{Err: boom}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := storage.New(storage.Options{Source: "kubelet"})
+			src := &fakeSource{budget: 3 * time.Second, outcome: tc.outcome}
+			l, err := New(src, store, Options{Source: "test", Resolution: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := time.Now()
+			l.cycle(context.Background())
+			after := time.Now()
+
+			snap := store.Latest()
+			h := snap.Health()
+			if h.Cycles != 1 || h.LastError != tc.outcome.Err || h.LastSuccess.IsZero() == tc.outcome.Success {
+				t.Errorf("health %+v after a cycle reporting %+v", h, tc.outcome)
+			}
+			if p, ok := snap.Node("n1"); !ok || p.CPU != 1e9 {
+				t.Errorf("the appended sample is not served: %+v %v", p, ok)
+			}
+			if d := src.deadlines[0]; d.Before(before.Add(src.budget)) || d.After(after.Add(src.budget)) {
+				t.Errorf("deadline %v: want the source's budget (%v) from the cycle's start", d.Sub(before), src.budget)
+			}
+		})
+	}
+}
+
+func TestCycleObservesItsDuration(t *testing.T) {
+	l, err := New(&fakeSource{budget: time.Second}, storage.New(storage.Options{}), Options{Source: "test_duration", Resolution: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.cycle(context.Background())
+	if n, err := testutil.GetHistogramMetricCount(l.duration.ObserverMetric); err != nil || n != 1 {
+		t.Errorf("metrics_ring_test_duration_collection_duration_seconds count %d, %v: want 1", n, err)
+	}
+	if again := durationOf("test_duration"); again != l.duration {
+		t.Error("a second loop of the same source registered a second histogram")
+	}
+}
+
+// TestRunCollectsAtOnce: the first cycle runs when Run starts, not one resolution later.
+func TestRunCollectsAtOnce(t *testing.T) {
+	store := storage.New(storage.Options{})
+	src := &fakeSource{budget: time.Second, outcome: storage.Outcome{Success: true}}
+	l, err := New(src, store, Options{Source: "test", Resolution: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { l.Run(ctx); close(done) }()
+	select {
+	case <-store.Latest().Changed():
+	case <-time.After(20 * time.Second): // a bound, not an assertion
+		t.Fatal("no cycle committed at start")
+	}
+	cancel()
+	<-done
+	if n := src.count(); n != 1 {
+		t.Errorf("%d cycles within the first hour-long resolution, want 1", n)
+	}
+}
+
+// TestRunNeverOverlaps: cycles longer than the resolution delay the next one; none run at once, and none after Run
+// returned.
+func TestRunNeverOverlaps(t *testing.T) {
+	store := storage.New(storage.Options{})
+	src := &fakeSource{budget: time.Second, sleep: 5 * time.Millisecond, outcome: storage.Outcome{Success: true}}
+	l, err := New(src, store, Options{Source: "test", Resolution: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { l.Run(ctx); close(done) }()
+	for deadline := time.Now().Add(20 * time.Second); src.count() < 5 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-done
+	n := src.count()
+	if n < 5 || src.overlaps.Load() != 0 {
+		t.Fatalf("%d cycles, %d of them overlapping another: want at least 5, none overlapping", n, src.overlaps.Load())
+	}
+	if h := store.Latest().Health(); h.Cycles != uint64(n) {
+		t.Errorf("storage committed %d cycles, the source ran %d", h.Cycles, n)
+	}
+	time.Sleep(10 * time.Millisecond)
+	if src.count() != n {
+		t.Error("a cycle ran after Run returned")
+	}
+}
+
+func TestNewRejects(t *testing.T) {
+	store, src := storage.New(storage.Options{}), &fakeSource{}
+	for _, tc := range []struct {
+		name string
+		src  Source
+		o    Options
+		want string
+	}{
+		{"no source", nil, Options{Source: "kubelet", Resolution: time.Second}, "a source and a storage are required"},
+		{"no resolution", src, Options{Source: "kubelet"}, "must be positive"},
+		{"a source name that cannot be in a metric name", src, Options{Source: "Kube-let", Resolution: time.Second}, "source name"},
+	} {
+		if _, err := New(tc.src, store, tc.o); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+}
