@@ -6,4 +6,12 @@
 // Objects are listed from informers (nodes, and Running pods as metadata only) and their values read from storage;
 // nothing here ever calls a source on the request path. Readers share work per snapshot (build.go): every list,
 // page and watch of one collection and selection shares one build, and the builds running at once are bounded.
+//
+// A request's path, file by file: server.go installs the storage for both versions (scheme.go registers the types);
+// rest.go loads one storage snapshot and takes from it both the 503 decision (storage's Unavailable) and the
+// data, after selectors.go has parsed the selection; build.go (bounded by buildlimit.go) joins the informers'
+// objects (kind.go) with that snapshot through the per-kind part in node.go or pod.go, sorted; paginate.go cuts
+// pages from it; encodings.go and table.go encode it once per format (quantity.go writes CPU, memory and swap);
+// watch.go, watchfeed.go, watchitem.go and watchhub.go turn successive snapshots into events. health.go serves
+// /readyz and /livez, monitoring.go the API's self-metrics.
 package api
