@@ -45,6 +45,7 @@ var env struct {
 	kubelet    *framework.Backend
 	prometheus *framework.Backend
 	prom       *framework.Prometheus
+	thanosBin  string
 	sim        *kubeletsim.Sim
 	metrics    metricsclient.Interface
 }
@@ -71,6 +72,10 @@ func setupAndRun(m *testing.M, dir string) (code int, err error) {
 	if err != nil {
 		return 1, err
 	}
+	// Thanos too, before anything starts: its first build takes many minutes (cached after).
+	if env.thanosBin, err = framework.EnsureThanos(framework.DefaultCacheDir(), os.Stderr); err != nil {
+		return 1, err
+	}
 	sim, err := kubeletsim.New(kubeletsim.Config{Nodes: 3, PodsPerNode: 4, ContainersPerPod: 2, Namespaces: 2, Host: "127.0.0.1"})
 	if err != nil {
 		return 1, fmt.Errorf("creating simulator: %w", err)
@@ -91,6 +96,8 @@ func setupAndRun(m *testing.M, dir string) (code int, err error) {
 	}
 	env.prom, err = framework.StartPrometheus(framework.PrometheusConfig{
 		Binary: promBin, Dir: filepath.Join(dir, "prometheus"), CAFile: simCA, Targets: targets, Out: os.Stderr,
+		// The Thanos sidecar (TestThanosQuery) needs them.
+		ExternalLabels: map[string]string{"prometheus": "e2e"},
 	})
 	if err != nil {
 		return 1, err
