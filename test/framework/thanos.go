@@ -45,8 +45,8 @@ func buildThanos(dst string, out io.Writer) error {
 	start := time.Now()
 	mod := thanosModule + "@" + ThanosVersion
 	fmt.Fprintf(out, "building thanos %s (first time: 10 minutes or more; its module has ~500 dependencies): "+
-		"go mod download -json %s, then go build ./cmd/thanos in that module's directory with its own go.mod "+
-		"(GOFLAGS=-mod=readonly), outside test/go.mod\n", ThanosVersion, mod)
+		"go mod download -json %s, then go build -tags=netgo,slicelabels ./cmd/thanos in that module's directory "+
+		"with its own go.mod (GOFLAGS=-mod=readonly), outside test/go.mod\n", ThanosVersion, mod)
 	dl := exec.Command("go", "mod", "download", "-json", mod)
 	dl.Dir = tmp
 	dl.Env = append(env, "GOFLAGS=")
@@ -59,7 +59,10 @@ func buildThanos(dst string, out io.Writer) error {
 	if err := json.Unmarshal(raw, &info); err != nil || info.Dir == "" {
 		return fmt.Errorf("go mod download %s: no module directory in %q (%v) %s", mod, raw, err, info.Error)
 	}
-	args := []string{"build", "-trimpath", "-o", filepath.Join(tmp, "thanos"),
+	// The tags of Thanos' own release build (.promu.yml): Thanos casts Prometheus' labels.Labels to its protobuf
+	// labels without copying, which holds only for the slicelabels layout; without the tag the sidecar's
+	// StoreAPI reads strings from the wrong memory and crashes on its first Info call.
+	args := []string{"build", "-trimpath", "-tags=netgo,slicelabels", "-o", filepath.Join(tmp, "thanos"),
 		"-ldflags=-X github.com/prometheus/common/version.Version=" + strings.TrimPrefix(ThanosVersion, "v"),
 		"./cmd/thanos"}
 	fmt.Fprintf(out, "go %v in %s\n", args, info.Dir)
