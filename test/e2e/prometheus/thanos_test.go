@@ -2,7 +2,6 @@ package prometheus
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -169,16 +168,7 @@ func TestThanosQuery(t *testing.T) {
 		th.Sidecar.Stop(10 * time.Second)
 		o := outage{backend: b, source: "prometheus", reason: "no data",
 			logged: "Prometheus query failed", streaks: len(before), logFrom: logFrom,
-			failing: func(m framework.SelfMetrics) error {
-				now := queryOutcomes(m)
-				var errs []error
-				for q, bq := range before {
-					if now[q].failed <= bq.failed {
-						errs = append(errs, fmt.Errorf("query %q: %g failures, as before the sidecar stopped", q, now[q].failed))
-					}
-				}
-				return errors.Join(errs...)
-			}}
+			failing: failedSince(before, "the sidecar stopped")}
 		o.servesLastGoodData(t)
 		o.unavailable(t)
 		o.loggedOncePerStreak(t)
