@@ -44,7 +44,7 @@ func buildThanos(dst string, out io.Writer) error {
 	env := append(os.Environ(), "GOWORK=off", "GOTOOLCHAIN=local")
 	start := time.Now()
 	mod := thanosModule + "@" + ThanosVersion
-	fmt.Fprintf(out, "building thanos %s (first time: 10 minutes or more; its module has ~500 dependencies): "+
+	fmt.Fprintf(out, "building thanos %s (first time: about 7 minutes on 2 cores, downloads included): "+
 		"go mod download -json %s, then go build -tags=netgo,slicelabels ./cmd/thanos in that module's directory "+
 		"with its own go.mod (GOFLAGS=-mod=readonly), outside test/go.mod\n", ThanosVersion, mod)
 	dl := exec.Command("go", "mod", "download", "-json", mod)
