@@ -180,20 +180,6 @@ func TestThanosQuery(t *testing.T) {
 	})
 }
 
-// servesTruthFrom checks one read through the aggregator: answered by service, with the truth.
-func servesTruthFrom(service string) func(ctx context.Context) error {
-	return func(ctx context.Context) error {
-		s, err := viaAggregator(ctx)
-		if err != nil {
-			return err
-		}
-		if by := servedBy(s); by != service {
-			return fmt.Errorf("answered by %q (windows %s), want %s", by, describeWindows(s), service)
-		}
-		return matchTruth(s, env.sim.Truth())
-	}
-}
-
 // logLines returns the lines of b's log after offset from that contain what.
 func logLines(t *testing.T, b *framework.Backend, from int64, what string) []string {
 	t.Helper()
