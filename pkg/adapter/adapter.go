@@ -132,10 +132,21 @@ func (a *Adapter) run(ctx context.Context, q *query, ts time.Time) (r result) {
 	vec, warnings, err := a.client.query(ctx, q.promql, ts)
 	queryDuration.WithLabelValues(q.name).Observe(time.Since(t).Seconds())
 	if err == nil && len(vec) == 0 && !q.optional {
-		err = errors.New("query returned no data: check that Prometheus scrapes the kubelets and that the " +
-			"config's labels match the series")
+		err = noData(warnings)
 	}
 	return result{vec, warnings, err}
+}
+
+// noData is the error of a query that returned nothing. Thanos and Mimir answer 200 with nothing and warnings
+// when the stores behind them are down: then those, not the config, are the likely cause. The warnings may name
+// internal addresses, so the 503 text counts them and the log line holds them.
+func noData(warnings []string) error {
+	if len(warnings) > 0 {
+		return logonly.Wrap(fmt.Errorf("query returned no data and %d warning(s), a partial response: check that "+
+			"the stores behind the Prometheus API are up (the log has the warnings)", len(warnings)), "warnings", warnings)
+	}
+	return errors.New("query returned no data: check that Prometheus scrapes the kubelets and that the " +
+		"config's labels match the series")
 }
 
 // account counts a query's outcome and logs a change of state: the first failure of a streak and its recovery.

@@ -15,6 +15,7 @@ import (
 
 	"k8s.io/component-base/metrics/testutil"
 
+	"github.com/metrics-ring/metrics-ring/pkg/logonly"
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
@@ -259,5 +260,34 @@ func TestWarningsNaNDuplicatesAndPartialVectors(t *testing.T) {
 	}
 	if err := h.store.Latest().Unavailable(); err != nil {
 		t.Errorf("a poll with warnings still has data: %v", err)
+	}
+}
+
+// TestNoDataWithWarningsBlamesTheStores: Thanos answers 200 with nothing and a warning when every store is down.
+// The error (the 503's text) says so instead of blaming the config, and the warnings, which name internal
+// addresses, are for the log line only.
+func TestNoDataWithWarningsBlamesTheStores(t *testing.T) {
+	const warning = "fetch series for Store Gateway Addr: 10.1.2.3:10901: connection refused"
+	for name, tc := range map[string]struct {
+		warnings       []string
+		want, wantNot  string
+		wantLoggedWarn bool
+	}{
+		"no warnings":   {want: "check that Prometheus scrapes the kubelets", wantNot: "warning"},
+		"with warnings": {warnings: []string{warning}, want: "1 warning(s), a partial response", wantNot: "10.1.2.3", wantLoggedWarn: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, Options{})
+			h.prom.results, h.prom.warnings = map[string][]series{}, tc.warnings
+			h.poll(0)
+			err := h.store.Latest().Unavailable()
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), tc.wantNot) {
+				t.Fatalf("Unavailable() = %v, want an error saying %q and not %q", err, tc.want, tc.wantNot)
+			}
+			kv := fmt.Sprint(logonly.KV(err))
+			if got := strings.Contains(kv, warning); got != tc.wantLoggedWarn {
+				t.Errorf("log-only pairs %s: holding the warning %v, want %v", kv, got, tc.wantLoggedWarn)
+			}
+		})
 	}
 }

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +36,9 @@ type PrometheusConfig struct {
 	Targets []PrometheusTarget
 	// ScrapeInterval defaults to 1s.
 	ScrapeInterval time.Duration
+	// ExternalLabels are the global external_labels, which a Thanos sidecar needs to tell its Prometheus apart.
+	// Prometheus' own query API does not add them to its answers.
+	ExternalLabels map[string]string
 	// Out receives progress lines; nil discards them.
 	Out io.Writer
 }
@@ -44,7 +49,9 @@ type Prometheus struct {
 	Proc *Process
 	// URL is its HTTP API, e.g. http://127.0.0.1:40123.
 	URL string
-	hc  *http.Client
+	// DataDir is its TSDB directory.
+	DataDir string
+	hc      *http.Client
 }
 
 // StartPrometheus writes the config and starts Prometheus on a free loopback port; see WaitReady.
@@ -67,11 +74,11 @@ func StartPrometheus(cfg PrometheusConfig) (*Prometheus, error) {
 		return nil, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	p := &Prometheus{URL: "http://" + addr, hc: &http.Client{Timeout: 10 * time.Second}}
+	p := &Prometheus{URL: "http://" + addr, DataDir: filepath.Join(cfg.Dir, "data"), hc: &http.Client{Timeout: 10 * time.Second}}
 	p.Proc = NewProcess(cfg.Dir, "prometheus", cfg.Binary,
 		"--config.file="+file,
 		"--web.listen-address="+addr,
-		"--storage.tsdb.path="+filepath.Join(cfg.Dir, "data"),
+		"--storage.tsdb.path="+p.DataDir,
 		// Debian's defaults point at /usr/share/prometheus; the API needs neither consoles nor the UI.
 		"--web.console.templates="+cfg.Dir, "--web.console.libraries="+cfg.Dir,
 		"--log.level=info")
@@ -83,8 +90,15 @@ func StartPrometheus(cfg PrometheusConfig) (*Prometheus, error) {
 // so one tls_config fits every node.
 func prometheusYAML(cfg PrometheusConfig) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "global:\n  scrape_interval: %s\n  scrape_timeout: %s\n  evaluation_interval: %s\nscrape_configs:\n",
+	fmt.Fprintf(&b, "global:\n  scrape_interval: %s\n  scrape_timeout: %s\n  evaluation_interval: %s\n",
 		promDuration(cfg.ScrapeInterval), promDuration(cfg.ScrapeInterval), promDuration(cfg.ScrapeInterval))
+	if len(cfg.ExternalLabels) > 0 {
+		b.WriteString("  external_labels:\n")
+		for _, k := range slices.Sorted(maps.Keys(cfg.ExternalLabels)) {
+			fmt.Fprintf(&b, "    %s: %q\n", k, cfg.ExternalLabels[k])
+		}
+	}
+	b.WriteString("scrape_configs:\n")
 	for _, job := range []struct{ name, path string }{
 		{"kubelet-resource", "/metrics/resource"}, {"kubelet-cadvisor", "/metrics/cadvisor"},
 	} {

@@ -1,12 +1,14 @@
 // Command tools builds the programs the end-to-end tests and the demo run: etcd, kube-apiserver,
 // kube-controller-manager and kubectl from the test module's pinned versions (only when missing from the
 // cache), and metrics-ring from the main module (always; go build is incremental). It prints their paths.
-// -print=helm builds only helm (framework.HelmVersion, for the chart tests) and prints its path.
+// -print=helm builds only helm (framework.HelmVersion, for the chart tests) and prints its path; -print=thanos
+// likewise thanos (framework.ThanosVersion, for the Prometheus source's tests against Thanos Query).
 package main
 
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/metrics-ring/metrics-ring/test/framework"
@@ -15,10 +17,12 @@ import (
 func main() {
 	cache := flag.String("cache-dir", framework.DefaultCacheDir(), "where built tools are kept, by version")
 	controlPlaneOnly := flag.Bool("control-plane-only", false, "skip building metrics-ring")
-	only := flag.String("print", "", "print only this tool's path (etcd, kube-apiserver, kube-controller-manager, kubectl, metrics-ring, helm)")
+	only := flag.String("print", "", "print only this tool's path (etcd, kube-apiserver, kube-controller-manager, kubectl, metrics-ring, helm, thanos)")
 	flag.Parse()
-	if *only == "helm" {
-		path, err := framework.EnsureHelm(*cache, os.Stderr)
+	if ensure, ok := map[string]func(string, io.Writer) (string, error){
+		"helm": framework.EnsureHelm, "thanos": framework.EnsureThanos,
+	}[*only]; ok {
+		path, err := ensure(*cache, os.Stderr)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "tools:", err)
 			os.Exit(1)

@@ -103,21 +103,26 @@ func topMatchesTruth(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// servesTruthFrom checks one read through the aggregator: answered by service, with the truth.
+func servesTruthFrom(service string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		s, err := viaAggregator(ctx)
+		if err != nil {
+			return err
+		}
+		if by := servedBy(s); by != service {
+			return fmt.Errorf("answered by %q (windows %s), want %s", by, describeWindows(s), service)
+		}
+		return matchTruth(s, env.sim.Truth())
+	}
+}
+
 // TestPrometheusBackendMatchesTruthAndKubeletSource serves the API from Prometheus: kubectl top lists every
 // node and pod with the truth, and client-go reads every value within 2 % of the truth and of the kubelet
 // source's own answer on the same cluster, memory exact.
 func TestPrometheusBackendMatchesTruthAndKubeletSource(t *testing.T) {
 	usePrometheus(t)
-	framework.Eventually(t, "the Prometheus source to serve the truth through the aggregator", warmup, func(ctx context.Context) error {
-		s, err := viaAggregator(ctx)
-		if err != nil {
-			return err
-		}
-		if by := servedBy(s); by != prometheusService {
-			return fmt.Errorf("answered by %q (windows %s), want %s", by, describeWindows(s), prometheusService)
-		}
-		return matchTruth(s, env.sim.Truth())
-	})
+	framework.Eventually(t, "the Prometheus source to serve the truth through the aggregator", warmup, servesTruthFrom(prometheusService))
 	framework.Eventually(t, "kubectl top nodes and pods -A to print the truth", settle, topMatchesTruth)
 	framework.Eventually(t, "the Prometheus source to agree with the kubelet source", settle, func(ctx context.Context) error {
 		prom, err := viaAggregator(ctx)

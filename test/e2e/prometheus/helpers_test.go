@@ -195,13 +195,16 @@ func match(got, want snapshot) error {
 }
 
 // servedBy says which backend produced s, from its windows: exactly promWindow for the Prometheus source,
-// a few resolutions at most for the kubelet source; "" when s is empty or mixed.
+// thanosWindow for the one reading Thanos, a few resolutions at most for the kubelet source; "" when s is empty
+// or mixed.
 func servedBy(s snapshot) string {
-	prom, kubelet := 0, 0
+	prom, thanos, kubelet := 0, 0, 0
 	for _, w := range s.windows {
 		switch {
 		case w == promWindow:
 			prom++
+		case w == thanosWindow:
+			thanos++
 		case w > 0 && w <= 3*resolution:
 			kubelet++
 		}
@@ -209,6 +212,8 @@ func servedBy(s snapshot) string {
 	switch n := len(s.windows); {
 	case n > 0 && prom == n:
 		return prometheusService
+	case n > 0 && thanos == n:
+		return thanosService
 	case n > 0 && kubelet == n:
 		return kubeletService
 	}

@@ -42,11 +42,19 @@ var env struct {
 	kubelet    *framework.Backend
 	prometheus *framework.Backend
 	prom       *framework.Prometheus
+	thanosBin  string
 	sim        *kubeletsim.Sim
 	metrics    metricsclient.Interface
 }
 
 func TestMain(m *testing.M) {
+	// Thanos (TestThanosQuery) is built before the suite's set-up timeout starts: its first build takes minutes
+	// (about 7 on two cores; cached after).
+	var err error
+	if env.thanosBin, err = framework.EnsureThanos(framework.DefaultCacheDir(), os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e/prometheus:", err)
+		os.Exit(1)
+	}
 	os.Exit(framework.RunSuite(m, framework.SuiteConfig{
 		Name:               "e2e/prometheus",
 		Timeout:            15 * time.Minute,
@@ -75,6 +83,8 @@ func startPrometheus(ctx context.Context, s *framework.Suite) error {
 	}
 	env.prom, err = framework.StartPrometheus(framework.PrometheusConfig{
 		Binary: promBin, Dir: filepath.Join(s.Dir, "prometheus"), CAFile: s.SimCA, Targets: targets, Out: os.Stderr,
+		// The Thanos sidecar (TestThanosQuery) needs them.
+		ExternalLabels: map[string]string{"prometheus": "e2e"},
 	})
 	if err != nil {
 		return err

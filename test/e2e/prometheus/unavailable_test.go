@@ -53,16 +53,7 @@ func TestPrometheusDown(t *testing.T) {
 
 	o := outage{backend: env.prometheus, source: "prometheus", reason: "connection refused",
 		logged: "Prometheus query failed", streaks: len(before), logFrom: logFrom,
-		failing: func(m framework.SelfMetrics) error {
-			now := queryOutcomes(m)
-			var errs []error
-			for q, b := range before {
-				if now[q].failed <= b.failed {
-					errs = append(errs, fmt.Errorf("query %q: %g failures, as before Prometheus stopped", q, now[q].failed))
-				}
-			}
-			return errors.Join(errs...)
-		}}
+		failing: failedSince(before, "Prometheus stopped")}
 	o.servesLastGoodData(t)
 	o.unavailable(t)
 	o.loggedOncePerStreak(t)
@@ -165,6 +156,20 @@ func queryOutcomes(m framework.SelfMetrics) map[string]outcomes {
 		out[q] = o
 	}
 	return out
+}
+
+// failedSince says which queries have not failed more than they had before event.
+func failedSince(before map[string]outcomes, event string) func(framework.SelfMetrics) error {
+	return func(m framework.SelfMetrics) error {
+		now := queryOutcomes(m)
+		var errs []error
+		for q, b := range before {
+			if now[q].failed <= b.failed {
+				errs = append(errs, fmt.Errorf("query %q: %g failures, as before %s", q, now[q].failed, event))
+			}
+		}
+		return errors.Join(errs...)
+	}
 }
 
 // failedRequests sums metrics_ring_kubelet_requests_total over its failure outcomes (error and timeout: under
