@@ -59,19 +59,8 @@ func TestHelmTLSVerifiedByAggregator(t *testing.T) {
 	}
 	// Later flags win: the chart's certificate replaces the one the framework issued.
 	args := append(framework.KubeletSourceArgs(env.simCA), "--source=kubelet", "--tls-cert-file="+certFile, "--tls-private-key-file="+keyFile)
-	b, err := env.api.StartBackend(ctx, framework.BackendConfig{
-		Service: helmTLSService, IP: helmTLSIP, Resolution: resolution,
-		Args: append(args, framework.IdentityArgs(env.saKube)...),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := restoreAPIServices(context.Background()); err != nil {
-			t.Error(err)
-		}
-		b.Proc.Stop(10 * time.Second)
-	})
+	b := startAside(t, framework.BackendConfig{Service: helmTLSService, IP: helmTLSIP, Resolution: resolution,
+		Args: append(args, framework.IdentityArgs(env.saKube)...)})
 	// The control: the same server behind the framework's caBundle, which did not sign its certificate, is
 	// refused by the aggregator, so Available below means the chart's caBundle verified it.
 	if err := env.api.PointAPIService(ctx, helmTLSService); err != nil {
@@ -135,6 +124,23 @@ func secretAndAPIServices(rendered string) (*corev1.Secret, []apiregv1.APIServic
 		return nil, nil, fmt.Errorf("no Secret in the rendered chart")
 	}
 	return secret, apis, nil
+}
+
+// startAside starts a backend beside replica A for one test; when the test ends the APIServices go back to A
+// and the backend stops.
+func startAside(t *testing.T, cfg framework.BackendConfig) *framework.Backend {
+	t.Helper()
+	b, err := env.api.StartBackend(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := restoreAPIServices(context.Background()); err != nil {
+			t.Error(err)
+		}
+		b.Proc.Stop(10 * time.Second)
+	})
+	return b
 }
 
 // restoreAPIServices points the APIServices back at replica A with the framework's caBundle, and waits for them.

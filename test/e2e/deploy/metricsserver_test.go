@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 	"sigs.k8s.io/yaml"
 
 	"github.com/metrics-ring/metrics-ring/test/framework"
@@ -91,19 +88,8 @@ func TestMetricsServerDeploymentNewImage(t *testing.T) {
 	// The kubelets' serving CA: these kubelets' certificates are signed by the simulator's CA, which a cluster
 	// would name the same way (or skip with --kubelet-insecure-tls, as many metrics-server installs do).
 	args = append(args, "--kubelet-certificate-authority="+env.simCA)
-	b, err := env.api.StartBackend(ctx, framework.BackendConfig{
-		Service: metricsServerService, IP: metricsSrvIP, Resolution: resolution,
-		Args: append(framework.IdentityArgs(kube), args...),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := restoreAPIServices(context.Background()); err != nil {
-			t.Error(err)
-		}
-		b.Proc.Stop(10 * time.Second)
-	})
+	b := startAside(t, framework.BackendConfig{Service: metricsServerService, IP: metricsSrvIP, Resolution: resolution,
+		Args: append(framework.IdentityArgs(kube), args...)})
 	if err := b.WaitReady(ctx, 2*time.Minute); err != nil {
 		t.Fatalf("metrics-ring with metrics-server's args: %v\n%s", err, b.Proc.Tail(30))
 	}
@@ -112,42 +98,10 @@ func TestMetricsServerDeploymentNewImage(t *testing.T) {
 	}
 
 	// metrics-server's own reader role (system:aggregated-metrics-reader, as released) for a plain user, so that
-	// every request needs metrics-ring's delegated authorization as metrics-server's ServiceAccount.
-	viewerKube, viewerCfg, err := env.cp.UserKubeconfig("metrics-server-viewer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bindReader(t, "metrics-server-viewer")
-	viewer, err := metricsclient.NewForConfig(viewerCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Two samples per series at metrics-server's resolution, plus slack for a loaded machine.
-	framework.Eventually(t, "kubectl top through metrics-ring run with metrics-server's args to be the truth", 4*resolution+settle, func(ctx context.Context) error {
-		nodes, err := viewer.MetricsV1beta1().NodeMetricses().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
-		pods, err := viewer.MetricsV1beta1().PodMetricses("").List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
-		if err := completeAndTrue(nodes, pods); err != nil {
-			return err
-		}
-		return topPodsMatchTruth(ctx, viewerKube)
-	})
-	log, err := os.ReadFile(b.Proc.LogFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var errs []error
-	for _, line := range strings.Split(string(log), "\n") {
-		if strings.Contains(strings.ToLower(line), "forbidden") {
-			errs = append(errs, errors.New(line))
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	// every request needs metrics-ring's delegated authorization as metrics-server's ServiceAccount. Two samples
+	// per series at metrics-server's resolution, plus slack for a loaded machine.
+	readerSeesTruth(t, "metrics-server-viewer", "kubectl top through metrics-ring run with metrics-server's args to be the truth", 4*resolution+settle)
+	if err := forbiddenInLog(b); err != nil {
 		t.Fatalf("metrics-ring running as %s with metrics-server's RBAC was denied something:\n%v", user, err)
 	}
 }

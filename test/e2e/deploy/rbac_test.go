@@ -98,43 +98,11 @@ func TestBaseRBACServesKubectlTop(t *testing.T) {
 
 	// An admin (system:masters) is let in without a SubjectAccessReview, so read as a plain user bound to
 	// the manifests' reader role: every request then needs metrics-ring's delegated authorization.
-	viewerKube, viewerCfg, err := env.cp.UserKubeconfig("metrics-viewer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bindReader(t, "metrics-viewer")
-	viewer, err := metricsclient.NewForConfig(viewerCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	framework.Eventually(t, "metrics through a backend running as "+saUser+" to be the truth for a reader", settle, func(ctx context.Context) error {
-		nodes, err := viewer.MetricsV1beta1().NodeMetricses().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
-		pods, err := viewer.MetricsV1beta1().PodMetricses("").List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
-		if err := completeAndTrue(nodes, pods); err != nil {
-			return err
-		}
-		return topPodsMatchTruth(ctx, viewerKube)
-	})
+	readerSeesTruth(t, "metrics-viewer", "metrics through a backend running as "+saUser+" to be the truth for a reader", settle)
 
 	// Denials the backend shrugged off (an informer retrying, the aggregator's OpenAPI download) show in its
 	// log only. (Read before the deliberate 403 below, which a verbose log would show.)
-	log, err := os.ReadFile(a.Proc.LogFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var errs []error
-	for _, line := range strings.Split(string(log), "\n") {
-		if strings.Contains(strings.ToLower(line), "forbidden") {
-			errs = append(errs, errors.New(line))
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := forbiddenInLog(a); err != nil {
 		t.Fatalf("metrics-ring running as %s was denied something:\n%v", saUser, err)
 	}
 
@@ -147,6 +115,50 @@ func TestBaseRBACServesKubectlTop(t *testing.T) {
 	if code != http.StatusForbidden || !strings.Contains(body, saUser) {
 		t.Fatalf("GET nodes from %s with the ServiceAccount's token: status %d %s; want 403 naming %s", serviceA, code, body, saUser)
 	}
+}
+
+// readerSeesTruth binds a plain user (no system:masters, so every request needs the backend's delegated
+// authorization) to the reader role and waits until its metrics API lists and kubectl top are the truth.
+func readerSeesTruth(t *testing.T, user, what string, timeout time.Duration) {
+	t.Helper()
+	kube, cfg, err := env.cp.UserKubeconfig(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bindReader(t, user)
+	viewer, err := metricsclient.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, what, timeout, func(ctx context.Context) error {
+		nodes, err := viewer.MetricsV1beta1().NodeMetricses().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		pods, err := viewer.MetricsV1beta1().PodMetricses("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		if err := completeAndTrue(nodes, pods); err != nil {
+			return err
+		}
+		return topPodsMatchTruth(ctx, kube)
+	})
+}
+
+// forbiddenInLog returns the lines of b's log that say it was forbidden something, joined, or nil.
+func forbiddenInLog(b *framework.Backend) error {
+	log, err := os.ReadFile(b.Proc.LogFile)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, line := range strings.Split(string(log), "\n") {
+		if strings.Contains(strings.ToLower(line), "forbidden") {
+			errs = append(errs, errors.New(line))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // bindReader binds user to the manifests' system:aggregated-metrics-reader ClusterRole for the test.
