@@ -19,8 +19,8 @@ import (
 // the 503 text every namespace reader sees).
 const snippetBytes = 256
 
-// kubeletClient fetches /metrics/resource bodies. One client (one keep-alive transport, HTTP/2 when the kubelet
-// offers it) serves every node, so connections are reused between scrapes.
+// kubeletClient fetches /metrics/resource bodies. One client (one keep-alive transport, HTTP/1.1: Options.restConfig
+// says why) serves every node, so connections are reused between scrapes.
 type kubeletClient struct {
 	// rt sends the requests: no http.Client, whose redirect and cookie handling would cost a header copy per
 	// request for nothing (redirects are never followed: the transport adds the bearer token to every request it
@@ -39,7 +39,8 @@ type readers struct {
 
 func newKubeletClient(o *Options) (*kubeletClient, error) {
 	// rest.TransportFor gives what metrics-server has: CA file or data, client certificate, bearer token or token
-	// file (re-read when it rotates), exec plugins, keep-alive and HTTP/2 (utilnet.SetTransportDefaults).
+	// file (re-read when it rotates), exec plugins, keep-alive (utilnet.SetTransportDefaults), but HTTP/1.1 only
+	// (restConfig says why).
 	rt, err := rest.TransportFor(o.restConfig())
 	if err != nil {
 		return nil, fmt.Errorf("building the kubelet client transport: %w", err)
