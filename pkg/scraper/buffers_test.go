@@ -11,11 +11,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// retained is the response-buffer capacity the scraper's workers keep between scrapes.
+// retained is the response-buffer capacity the scraper keeps between scrapes: its workers' and the spares.
 func retained(s *Scraper) (total, largest int) {
+	bufs := make([][]byte, 0, len(s.workers)+len(s.client.spare.free))
 	for _, w := range s.workers {
-		total += cap(w.buf)
-		largest = max(largest, cap(w.buf))
+		bufs = append(bufs, w.buf)
+	}
+	for _, sc := range s.client.spare.free {
+		bufs = append(bufs, sc.buf)
+	}
+	for _, b := range bufs {
+		total += cap(b)
+		largest = max(largest, cap(b))
 	}
 	return total, largest
 }

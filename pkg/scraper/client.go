@@ -19,8 +19,8 @@ import (
 // the 503 text every namespace reader sees).
 const snippetBytes = 256
 
-// kubeletClient fetches /metrics/resource bodies. One client (one keep-alive transport, HTTP/2 when the kubelet
-// offers it) serves every node, so connections are reused between scrapes.
+// kubeletClient fetches /metrics/resource bodies. One client (one keep-alive transport, HTTP/1.1: Options.restConfig
+// says why) serves every node, so connections are reused between scrapes.
 type kubeletClient struct {
 	// rt sends the requests: no http.Client, whose redirect and cookie handling would cost a header copy per
 	// request for nothing (redirects are never followed: the transport adds the bearer token to every request it
@@ -29,17 +29,20 @@ type kubeletClient struct {
 	rt       http.RoundTripper
 	header   http.Header // every request's headers; each worker sends a copy of its own
 	maxBytes int64
+	// spare holds the body buffers and gzip readers of scrapes that finished, for the next responses to borrow.
+	spare scratchPool
 }
 
 // readers are one worker's reusable request and decoding state.
 type readers struct {
 	header http.Header  // the client's headers, reused by every request of the worker (RoundTrip must not change them)
-	gz     *gzip.Reader // nil until the first gzip response
+	gz     *gzip.Reader // borrowed with the body buffer from the client's spares; nil until a gzip response
 }
 
 func newKubeletClient(o *Options) (*kubeletClient, error) {
 	// rest.TransportFor gives what metrics-server has: CA file or data, client certificate, bearer token or token
-	// file (re-read when it rotates), exec plugins, keep-alive and HTTP/2 (utilnet.SetTransportDefaults).
+	// file (re-read when it rotates), exec plugins, keep-alive (utilnet.SetTransportDefaults), but HTTP/1.1 only
+	// (restConfig says why).
 	rt, err := rest.TransportFor(o.restConfig())
 	if err != nil {
 		return nil, fmt.Errorf("building the kubelet client transport: %w", err)
@@ -51,11 +54,13 @@ func newKubeletClient(o *Options) (*kubeletClient, error) {
 		// anew for every response, about 40 KB, where a worker's is reset.
 		h.Set("Accept-Encoding", "gzip")
 	}
-	return &kubeletClient{rt: rt, header: h, maxBytes: o.MaxResponseBytes}, nil
+	return &kubeletClient{rt: rt, header: h, maxBytes: o.MaxResponseBytes, spare: scratchPool{max: o.Concurrency}}, nil
 }
 
-// fetch GETs url and reads the body into buf (reused; grown when needed) and returns it. Errors name the node and
-// the URL.
+// fetch GETs url and reads the body into buf (reused; grown when needed) and returns it. A worker that holds no
+// buffer borrows one, and a gzip reader, from the spares once the response has come: not while it waits for the
+// kubelet, so that what workers keep follows the scrapes reading at once, not the workers (worker.go). Errors
+// name the node and the URL.
 func (c *kubeletClient) fetch(ctx context.Context, node, url string, buf []byte, rd *readers) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -81,6 +86,9 @@ func (c *kubeletClient) fetch(ctx context.Context, node, url string, buf []byte,
 	}
 	if resp.ContentLength > c.maxBytes {
 		return buf, fmt.Errorf("node %q: GET %s: %w: Content-Length %d", node, url, c.tooLarge(), resp.ContentLength)
+	}
+	if cap(buf) == 0 && rd.gz == nil {
+		buf, rd.gz = c.spare.get()
 	}
 	body, err := rd.decode(resp)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -226,5 +227,28 @@ func TestCompression(t *testing.T) {
 		if n := len(store.batches["n"].Containers); len(store.ends) != 1 || !store.ends[0].success || n != 60 {
 			t.Errorf("compression %v: cycles %+v, %d containers stored, want 60", compression, store.ends, n)
 		}
+	}
+}
+
+// Kubelets offer HTTP/2, but each is asked over HTTP/1.1, which costs less memory per kept-alive connection.
+func TestKubeletsAreAskedOverHTTP1(t *testing.T) {
+	body := readFixture(t, "metrics-resource-30pods.txt")
+	var protos sync.Map
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		protos.Store(r.Proto, true)
+		_, _ = w.Write(body)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	store := newFakeStore()
+	cycle(t, Options{CAFile: caFile(t, srv)}, store, nodeFor(t, "n", srv))
+	var got []string
+	protos.Range(func(k, _ any) bool { got = append(got, k.(string)); return true })
+	if len(got) != 1 || got[0] != "HTTP/1.1" {
+		t.Errorf("kubelet asked over %v, want only HTTP/1.1", got)
+	}
+	if n := len(store.batches["n"].Containers); n != 60 {
+		t.Errorf("%d containers stored, want 60", n)
 	}
 }

@@ -3,6 +3,9 @@ package scraper
 import (
 	"context"
 	"fmt"
+	"sync"
+
+	"github.com/klauspost/compress/gzip"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -26,6 +29,7 @@ func (s *Scraper) work(ctx context.Context, w *worker, node *corev1.Node, st *no
 			s.bodyBytes.Add(int64(len(w.buf)))
 		}
 		w.giveBack(s.retain)
+		s.client.spare.put(w)
 	}()
 	return s.scrape(ctx, w, node, st, add)
 }
@@ -47,5 +51,50 @@ func retainFor(meanBody int64) int {
 func (w *worker) giveBack(limit int) {
 	if cap(w.buf) > limit {
 		w.buf, w.batch = nil, storage.Batch{}
+	}
+}
+
+// scratchPool holds the response buffers and gzip readers (about 110 KB together for a 30-pod node) that workers
+// borrow while they read and parse a body, and give back after each scrape. Workers wait for the kubelet most of
+// a scrape, and a large cluster's cycle runs up to maxWorkers of them at once (pace.go): when each kept its own,
+// 1,000 workers held about 118 MB between cycles (12 KB a node at 10,000 nodes, twice the 1,000-node share), and
+// all of it was touched in every cycle. Now what is kept follows the scrapes that read a body at the same time,
+// and at most max are kept.
+type scratchPool struct {
+	mu   sync.Mutex
+	max  int
+	free []scratch
+}
+
+type scratch struct {
+	buf []byte
+	gz  *gzip.Reader
+}
+
+// get returns a spare buffer and gzip reader, or nothing (the caller allocates on demand).
+func (p *scratchPool) get() ([]byte, *gzip.Reader) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.free)
+	if n == 0 {
+		return nil, nil
+	}
+	sc := p.free[n-1]
+	p.free[n-1] = scratch{}
+	p.free = p.free[:n-1]
+	return sc.buf[:0], sc.gz
+}
+
+// put takes w's buffer and gzip reader back (giveBack has dropped an outlier's already), keeping at most max.
+func (p *scratchPool) put(w *worker) {
+	sc := scratch{buf: w.buf, gz: w.readers.gz}
+	w.buf, w.readers.gz = nil, nil
+	if cap(sc.buf) == 0 && sc.gz == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.free) < p.max {
+		p.free = append(p.free, sc)
 	}
 }

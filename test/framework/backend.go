@@ -125,13 +125,18 @@ func (b *Backend) WaitReady(ctx context.Context, timeout time.Duration) error {
 // WaitAvailable waits until every APIService reports Available=True, failing fast if the backend they point
 // at (if given) exits.
 func (m *MetricsAPI) WaitAvailable(ctx context.Context, b *Backend, timeout time.Duration) error {
-	return Poll(ctx, "APIServices "+strings.Join(APIServiceNames, ", ")+" Available", 250*time.Millisecond, timeout, func(ctx context.Context) (bool, error) {
+	return m.WaitAvailableOf(ctx, b, APIServiceNames, timeout)
+}
+
+// WaitAvailableOf is WaitAvailable for some of the APIServices: metrics-server v0.9.0 serves v1beta1 only.
+func (m *MetricsAPI) WaitAvailableOf(ctx context.Context, b *Backend, names []string, timeout time.Duration) error {
+	return Poll(ctx, "APIServices "+strings.Join(names, ", ")+" Available", 250*time.Millisecond, timeout, func(ctx context.Context) (bool, error) {
 		if b != nil {
 			if exited, err := b.Proc.Exited(); exited {
 				return false, StopPolling(fmt.Errorf("%s exited: %v; log: %s", b.Service, err, b.Proc.LogFile))
 			}
 		}
-		ok, msg, err := m.APIServiceAvailable(ctx)
+		ok, msg, err := m.apiServicesAvailable(ctx, names)
 		if err != nil {
 			return false, err
 		}

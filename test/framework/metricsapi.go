@@ -165,7 +165,11 @@ func (m *MetricsAPI) PointAPIService(ctx context.Context, service string) error 
 // APIServiceAvailable reports whether every APIService of APIServiceNames is Available, and else the first one's
 // condition that is not (name, reason and message).
 func (m *MetricsAPI) APIServiceAvailable(ctx context.Context) (bool, string, error) {
-	for _, name := range APIServiceNames {
+	return m.apiServicesAvailable(ctx, APIServiceNames)
+}
+
+func (m *MetricsAPI) apiServicesAvailable(ctx context.Context, names []string) (bool, string, error) {
+	for _, name := range names {
 		api, err := m.agg.ApiregistrationV1().APIServices().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, "", fmt.Errorf("getting APIService %s: %w", name, err)

@@ -29,6 +29,15 @@ type target struct {
 	// watches says whether it serves watch and limit/continue (metrics-server does neither): the reader phase
 	// runs only against such a server.
 	watches bool
+	// apiServices are the APIServices it serves (nil: every one of framework.APIServiceNames).
+	apiServices []string
+}
+
+func (t target) apiServicesOrAll() []string {
+	if t.apiServices == nil {
+		return framework.APIServiceNames
+	}
+	return t.apiServices
 }
 
 func metricsRing(bin string) target {
@@ -55,6 +64,8 @@ func metricsServer(bin, version string) target {
 		name: "metrics-server " + version, service: "metrics-server", ip: "127.0.0.3", binary: bin,
 		collection: "metrics_server_manager_tick_duration_seconds",
 		failures:   []string{`metrics_server_kubelet_request_total{success="false"}`},
+		// It serves metrics.k8s.io/v1beta1 only; the benchmark's requests use v1beta1.
+		apiServices: []string{"v1beta1.metrics.k8s.io"},
 	}
 }
 
@@ -114,7 +125,7 @@ func (e *benchEnv) runTarget(ctx context.Context, t target) (*targetResult, erro
 		return nil, err
 	}
 	r.firstDirect = time.Since(start)
-	if err := e.api.WaitAvailable(ctx, b, wait); err != nil {
+	if err := e.api.WaitAvailableOf(ctx, b, t.apiServicesOrAll(), wait); err != nil {
 		return nil, err
 	}
 	if err := waitComplete(ctx, b, agg, e.cp.URL, wantNodes, wantPods, o.containers, wait); err != nil {
