@@ -55,13 +55,13 @@ func BenchmarkRetainedPerNode(b *testing.B) {
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			s, err := New(Options{Timeout: time.Second, Resolution: time.Second, Compression: true}, l, discard{})
+			s, err := New(Options{Timeout: time.Second, Resolution: time.Second, Compression: true}, l)
 			if err != nil {
 				b.Fatal(err)
 			}
 			s.client.rt = slowKubelets{body: gz.Bytes(), latency: 50 * time.Millisecond}
 			for b.Loop() {
-				s.collect(context.Background())
+				s.Collect(context.Background(), discard)
 			}
 			runtime.GC()
 			runtime.ReadMemStats(&after)
