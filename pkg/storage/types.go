@@ -153,7 +153,7 @@ type PodPoint struct {
 type Health struct {
 	// Source names the source ("kubelet", "prometheus").
 	Source string
-	// Cycles is the number of finished collection cycles (the generation).
+	// Cycles is the number of finished collection cycles.
 	Cycles uint64
 	// LastCycle is when the newest cycle finished; zero before the first.
 	LastCycle time.Time
@@ -161,4 +161,11 @@ type Health struct {
 	LastSuccess time.Time
 	// LastError is the newest cycle's error, nil after a clean cycle.
 	LastError error
+	// Listed and Reached are how many nodes the newest cycle was to collect and how many returned data, and
+	// Servable how many nodes its snapshot serves; Listed is 0 when the source does not count nodes (Prometheus
+	// reaches the cluster in one query).
+	Listed, Reached, Servable int
+	// Complete is when the first cycle finished whose snapshot served every listed node (or, for a source that
+	// does not count nodes, the first successful one); zero before. Readiness waits for it, within a bound.
+	Complete time.Time
 }
