@@ -184,3 +184,20 @@ func TestCompleteAnswer(t *testing.T) {
 		t.Error("a successful Prometheus cycle did not make the answer complete")
 	}
 }
+
+// TestInterimPublicationToleratesTickerJitter: a tick received a little later than the previous one still
+// publishes, or a ticker every MinPublishInterval would publish every other tick.
+func TestInterimPublicationToleratesTickerJitter(t *testing.T) {
+	f := newFixture(Options{})
+	f.BeginCycle().Commit(Outcome{Success: true})
+	c := f.BeginCycle()
+	for i, at := range []time.Duration{1010 * time.Millisecond, 2003 * time.Millisecond, 3001 * time.Millisecond} {
+		f.clock.now = t0.Add(at)
+		before := f.Generation()
+		c.Append(&Batch{Key: "n1", CPU: CPUCumulative, Nodes: []NodeSample{node("n1", at, float64(100+i), 1e9)}})
+		c.Publish()
+		if f.Generation() != before+1 {
+			t.Errorf("tick %d at %s: not published", i+1, at)
+		}
+	}
+}

@@ -97,11 +97,11 @@ func (s *Storage) At(generation uint64) (Snapshot, bool) {
 }
 
 // publish makes v the newest view and wakes whoever waits on the previous one; committed says whether a cycle's
-// Commit published it. Called with s.mu held.
-func (s *Storage) publish(v *view, committed bool) {
+// Commit published it, began when its publication began (mono). Called with s.mu held.
+func (s *Storage) publish(v *view, committed bool, began int64) {
 	s.published++
 	v.generation, v.committed, v.changed = s.epoch+s.published, committed, make(chan struct{})
-	s.pubBatches, s.pubAt = s.batches, s.clock.mono()
+	s.pubBatches, s.pubAt = s.batches, began
 	prev := s.view.Swap(v)
 	s.recent.Store(retain(*s.recent.Load(), v))
 	close(prev.changed)

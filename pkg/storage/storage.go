@@ -91,8 +91,8 @@ type Storage struct {
 	// clock is Options.Now and its reading at New: times kept for staleness are nanoseconds since then (mono).
 	clock monoClock
 
-	// epoch is the first generation: the clock in milliseconds at New. Publications come at most twice a second
-	// (MinPublishInterval), so generations keep growing across restarts of the process and a watch resumed against
+	// epoch is the first generation: the clock in milliseconds at New. Publications come about twice a second at
+	// most (MinPublishInterval), so generations keep growing across restarts of the process and a watch resumed against
 	// a restarted server is told its resourceVersion is too old (410 Gone: relist) rather than from the future.
 	epoch     uint64
 	published uint64 // publications so far: the newest generation is epoch+published
