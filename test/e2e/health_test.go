@@ -149,19 +149,50 @@ func TestReadyzWaitsForFirstCollection(t *testing.T) {
 	t.Logf("/readyz during the first collection (%d):\n%s", code, body)
 
 	hang.unblock() // from now on it answers 503 at once: its node is never served
-	framework.Eventually(t, "/readyz to wait for a complete answer after the first collection", time.Minute, func(ctx context.Context) error {
-		code, body, err := b.Get(ctx, "/readyz?verbose")
-		if err != nil || code == http.StatusOK || !strings.Contains(body, "waiting for a complete answer") {
-			return fmt.Errorf("/readyz?verbose: %d %v\n%s", code, err, body)
+	// /readyz withholds its reasons, so the cycles come from /metrics: read before and after /readyz, they bound
+	// the cycles finished when it answered.
+	cycles := func(ctx context.Context) (uint64, error) {
+		m, err := b.SelfMetrics(ctx)
+		if err != nil {
+			return 0, err
 		}
-		t.Logf("/readyz after the first collection (%d):\n%s", code, body)
+		var n uint64
+		for _, s := range m.Series("metrics_ring_kubelet_collection_duration_seconds", nil) {
+			n += s.GetHistogram().GetSampleCount()
+		}
+		return n, nil
+	}
+	const bound = 4 // api.ReadyWithinCycles
+	framework.Eventually(t, "/readyz to fail after the first collection", time.Minute, func(ctx context.Context) error {
+		before, err := cycles(ctx)
+		if err != nil {
+			return err
+		}
+		code, body, err := b.Get(ctx, "/readyz?verbose")
+		if err != nil {
+			return err
+		}
+		after, err := cycles(ctx)
+		if err != nil {
+			return err
+		}
+		if code == http.StatusOK && after < bound {
+			t.Fatalf("/readyz is 200 after %d collections, one node never served: want it to wait for %d", after, bound)
+		}
+		if before < 1 || code == http.StatusOK {
+			return fmt.Errorf("/readyz %d after %d collections", code, before)
+		}
+		t.Logf("/readyz after %d collections (%d):\n%s", before, code, body)
 		return nil
 	})
 	if err := b.WaitReady(ctx, 2*time.Minute); err != nil {
 		t.Fatalf("%v; log tail:\n%s", err, b.Proc.Tail(30))
 	}
+	if n, err := cycles(ctx); err != nil || n < bound {
+		t.Fatalf("ready after %d collections (%v), one node never served: want %d", n, err, bound)
+	}
 	if code, body, err = b.Get(ctx, "/readyz?verbose"); err != nil || code != http.StatusOK {
-		t.Fatalf("/readyz?verbose after 4 collections (the readiness bound): %d %v\n%s", code, err, body)
+		t.Fatalf("/readyz?verbose after %d collections (the readiness bound): %d %v\n%s", bound, code, err, body)
 	}
 }
 
