@@ -147,7 +147,14 @@ func BenchmarkListPodsRepeated(b *testing.B) {
 // when the object offers it) every event, and 20 clients page through every pod 10 at a time, encoding each page.
 // 100 nodes x 20 pods x 2 containers (2,000 pods). It uses only what the API offered before readers shared work,
 // so the same file measures both.
-func BenchmarkWatchersAndPages(b *testing.B) {
+func BenchmarkWatchersAndPages(b *testing.B) { watchersAndPages(b, 1) }
+
+// BenchmarkWatchersAndPagesInterim is BenchmarkWatchersAndPages with each collection landing in 5 parts, published
+// as they land (storage.Cycle.Publish, as a cycle longer than a second does): the same events per collection, in 5
+// batches from 5 builds of the watched selection instead of one.
+func BenchmarkWatchersAndPagesInterim(b *testing.B) { watchersAndPages(b, 5) }
+
+func watchersAndPages(b *testing.B, parts int) {
 	const nodes, podsPerNode, watchers, pagers, pageSize = 100, 20, 100, 20, 10
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	now := sampleTime
@@ -159,8 +166,18 @@ func BenchmarkWatchersAndPages(b *testing.B) {
 		now = now.Add(15 * time.Second)
 		ts := now
 		mu.Unlock()
+		gen := st.Latest().Generation()
+		cy := st.BeginCycle()
 		batch := &storage.Batch{CPU: storage.CPURate, Window: time.Minute}
 		for n := 0; n < nodes; n++ {
+			if n > 0 && n%(nodes/parts) == 0 { // a part has landed: publish it a second after the previous one
+				cy.Append(batch)
+				batch.Containers = batch.Containers[:0]
+				mu.Lock()
+				now = now.Add(storage.MinPublishInterval)
+				mu.Unlock()
+				cy.Publish()
+			}
 			for p := 0; p < podsPerNode; p++ {
 				ns, name := fmt.Sprintf("ns-%d", p%10), fmt.Sprintf("app-%d-%d", n, p)
 				for _, c := range []string{"app", "sidecar"} {
@@ -169,9 +186,11 @@ func BenchmarkWatchersAndPages(b *testing.B) {
 				}
 			}
 		}
-		cy := st.BeginCycle()
 		cy.Append(batch)
 		cy.Commit(storage.Outcome{Success: true})
+		if n := st.Latest().Generation() - gen; n != uint64(parts) && st.Latest().Health().Cycles > 1 {
+			b.Fatalf("%d publications in a collection of %d parts", n, parts)
+		}
 	}
 	for n := 0; n < nodes; n++ {
 		for p := 0; p < podsPerNode; p++ {
@@ -222,12 +241,12 @@ func BenchmarkWatchersAndPages(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		cycle(0.1 + float64(i%2)*0.1)
 		var wg sync.WaitGroup
-		for _, w := range ws {
+		for _, w := range ws { // reading while the collection lands, as watchers do
 			wg.Add(1)
 			go func() { defer wg.Done(); drain(b, enc, w, total) }()
 		}
+		cycle(0.1 + float64(i%2)*0.1)
 		for p := 0; p < pagers; p++ {
 			wg.Add(1)
 			go func() { defer wg.Done(); page() }()

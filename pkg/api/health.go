@@ -48,8 +48,18 @@ func newHealthChecks(snaps Snapshots, synced func() bool, resolution, timeout ti
 	return &healthChecks{snaps: snaps, synced: synced, bound: bound, grace: bound + startupAllowance, start: now(), now: now}
 }
 
-// readyz returns the readiness checks: informers synced, then the first collection cycle finished. Neither ever
-// fails again afterwards, whatever the kubelets do: an unready APIService breaks discovery for the whole cluster.
+// ReadyWithinCycles bounds how long readiness waits for a complete answer: once this many collection cycles have
+// finished, the server is ready whatever they reached, so a kubelet that never answers cannot keep a replica
+// unready. Cycles start every resolution, so that is about ReadyWithinCycles-1 resolutions after the first.
+const ReadyWithinCycles = 4
+
+// readyz returns the readiness checks: informers synced, then the first collection cycle finished and, for a source
+// that counts nodes (kubelet), the first complete answer (a cycle after which every listed node is served; see
+// storage.Health.Complete) or ReadyWithinCycles cycles, whichever comes first. A new
+// replica of a rollout would otherwise become ready serving what its first cycle reached: no node at all (a node's
+// CPU needs two samples), and at 10,000 nodes, where the first cycles' TLS handshakes outrun two cores, a third of
+// them for a minute or two. Neither check ever fails again afterwards, whatever the kubelets do: an unready
+// APIService breaks discovery for the whole cluster.
 func (h *healthChecks) readyz() []healthz.HealthChecker {
 	return []healthz.HealthChecker{
 		healthz.NamedCheck(CheckInformerSync, h.informersSynced),
@@ -73,8 +83,14 @@ func (h *healthChecks) firstCycleDone(*http.Request) error {
 	if !h.synced() {
 		return fmt.Errorf("waiting for informers to sync before the first collection")
 	}
-	if hl := h.snaps.Latest().Health(); hl.Cycles == 0 {
+	hl := h.snaps.Latest().Health()
+	switch {
+	case hl.Cycles == 0:
 		return fmt.Errorf("the first %s collection cycle has not finished yet", hl.Source)
+	case hl.Complete.IsZero() && hl.Cycles < ReadyWithinCycles && hl.Listed > 0:
+		return fmt.Errorf("waiting for a complete answer: after %d %s collection cycles, %d of %d nodes are served "+
+			"(%d answered the last cycle); ready anyway after %d cycles", hl.Cycles, hl.Source, hl.Servable,
+			hl.Listed, hl.Reached, ReadyWithinCycles)
 	}
 	return nil
 }

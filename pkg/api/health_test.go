@@ -18,6 +18,9 @@ func TestHealthChecks(t *testing.T) {
 		synced, ready        bool
 		lastCycle            time.Time
 		lastErr              error
+		cycles               uint64 // 1 when ready and not set
+		listed, servable     int
+		complete             bool
 		since                time.Duration // clock minus start
 		wantInformers        string        // "" means the check passes
 		wantReady, wantAlive string
@@ -29,6 +32,16 @@ func TestHealthChecks(t *testing.T) {
 		{name: "first cycle done", synced: true, ready: true, lastCycle: start.Add(10 * time.Second), since: 20 * time.Second},
 		{name: "first cycle failed: still ready", synced: true, ready: true, lastCycle: start.Add(10 * time.Second),
 			lastErr: errors.New("all kubelets down"), since: 20 * time.Second},
+		{name: "first kubelet cycle reached a third of the nodes", synced: true, ready: true, listed: 3000,
+			servable: 1000, lastCycle: start.Add(10 * time.Second), since: 20 * time.Second,
+			wantReady: "after 1 kubelet collection cycles, 1000 of 3000 nodes are served"},
+		{name: "third incomplete cycle", synced: true, ready: true, cycles: ReadyWithinCycles - 1, listed: 3000,
+			servable: 2999, lastCycle: start.Add(40 * time.Second), since: 50 * time.Second,
+			wantReady: "2999 of 3000 nodes"},
+		{name: "incomplete up to the bound: ready anyway", synced: true, ready: true, cycles: ReadyWithinCycles,
+			listed: 3000, servable: 2999, lastCycle: start.Add(55 * time.Second), since: 60 * time.Second},
+		{name: "an earlier cycle was complete: ready", synced: true, ready: true, cycles: 2, listed: 3000,
+			servable: 2000, complete: true, lastCycle: start.Add(25 * time.Second), since: 30 * time.Second},
 		{name: "no cycle within the startup grace", synced: true, since: bound + startupAllowance + time.Second,
 			wantReady: "has not finished", wantAlive: "no kubelet collection cycle has finished"},
 		{name: "loop stuck", synced: true, ready: true, lastCycle: start.Add(time.Minute), since: time.Minute + bound + time.Second,
@@ -40,7 +53,11 @@ func TestHealthChecks(t *testing.T) {
 			now := start
 			m := &fakeMetrics{health: storage.Health{Source: "kubelet", LastCycle: tc.lastCycle, LastError: tc.lastErr}}
 			if tc.ready {
-				m.health.Cycles = 1
+				m.health.Cycles = max(tc.cycles, 1)
+			}
+			m.health.Listed, m.health.Servable = tc.listed, tc.servable
+			if tc.complete {
+				m.health.Complete = start
 			}
 			h := newHealthChecks(m, func() bool { return tc.synced }, res, timeout, func() time.Time { return now })
 			now = start.Add(tc.since)

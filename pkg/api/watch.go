@@ -17,10 +17,16 @@ import (
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
-// maxWatchLag is how many collections' batches a watcher may have queued. One further behind could not resume from
-// where it is anyway (storage keeps storage.RetainedViews snapshots), so it is ended with 410 Gone and its client
-// lists again: a slow client never blocks the others nor holds more than this many batches.
+// maxWatchLag is how many collection cycles' batches a watcher may have queued. One further behind could not resume
+// from where it is anyway (storage keeps the snapshots of storage.RetainedViews cycles' ends), so it is ended with
+// 410 Gone and its client lists again: a slow client never blocks the others nor holds more than this many cycles'
+// events. Lag counts cycles, not batches: a cycle longer than a second publishes several (storage's Cycle.Publish),
+// each with part of its events.
 const maxWatchLag = storage.RetainedViews
+
+// maxQueuedBatches bounds a watcher's queue in batches too, whatever the cycles: 16 publications per cycle is a
+// cycle of 16 s or more.
+const maxQueuedBatches = 16 * maxWatchLag
 
 // resultBuffer lets the apiserver's watch handler write several events before it flushes.
 const resultBuffer = 128
@@ -132,7 +138,8 @@ func (w *watcher[P]) push(bt *batch) {
 	w.mu.Lock()
 	switch {
 	case w.fellBack:
-	case len(w.queue) >= maxWatchLag && bt.end == nil:
+	case bt.end == nil && (len(w.queue) >= maxQueuedBatches ||
+		(len(w.queue) > 0 && bt.cycle >= w.queue[0].cycle+maxWatchLag)):
 		w.fellBack, w.queue = true, nil
 		watchesFellBehind.WithLabelValues(w.version).Inc()
 	default:

@@ -145,7 +145,9 @@ func (f *watchFeed[P]) run() {
 		f.mu.Lock()
 		prev := f.cur
 		f.mu.Unlock()
-		f.publish(diff(prev.entries, next, nil), next, snap)
+		bt := diff(prev.entries, next, nil)
+		bt.cycle = snap.Health().Cycles
+		f.publish(bt, next, snap)
 	}
 }
 

@@ -44,6 +44,7 @@ var _ runtime.CacheableObject = &watchItem[struct{}]{}
 type batch struct {
 	rv     string
 	gen    uint64 // rv as a number
+	cycle  uint64 // the collection cycles committed at its snapshot: a watcher's lag is counted in cycles
 	events []watch.Event
 	// end, when set, ends every watcher with this ERROR event's status (a source down for --stale-after, say).
 	end *metav1.Status

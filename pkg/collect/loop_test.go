@@ -173,3 +173,48 @@ func TestNewRejects(t *testing.T) {
 		}
 	}
 }
+
+// publishingSource appends one node sample, then waits (bounded) until storage publishes it before it returns: a
+// cycle's batches are servable before the cycle ends.
+type publishingSource struct {
+	store *storage.Storage
+	seen  []storage.Health // the health of each snapshot that published the cycle's sample before Commit
+	cpu   float64
+}
+
+func (p *publishingSource) Budget() time.Duration { return 30 * time.Second }
+
+func (p *publishingSource) Collect(ctx context.Context, add storage.AppendFunc) storage.Outcome {
+	p.cpu += 15
+	before := p.store.Latest()
+	add(&storage.Batch{Key: "n1", CPU: storage.CPUCumulative, Nodes: []storage.NodeSample{{Node: "n1",
+		Sample: storage.Sample{Timestamp: time.Now(), CPU: p.cpu, Memory: 1 << 30}}}})
+	select {
+	case <-before.Changed():
+		p.seen = append(p.seen, p.store.Latest().Health())
+	case <-time.After(5 * time.Second): // the first cycle publishes only at Commit
+	case <-ctx.Done():
+	}
+	return storage.Outcome{Success: true, Listed: 1, Reached: 1}
+}
+
+func TestCyclePublishesBeforeItCommits(t *testing.T) {
+	store := storage.New(storage.Options{Source: "kubelet"})
+	src := &publishingSource{store: store}
+	l, err := New(src, store, Options{Source: "test", Resolution: time.Hour, PublishEvery: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.cycle(context.Background())
+	if len(src.seen) != 0 {
+		t.Fatalf("the first cycle published before its commit: %+v", src.seen)
+	}
+	l.cycle(context.Background())
+	if len(src.seen) != 1 || src.seen[0].Cycles != 1 {
+		t.Fatalf("the second cycle's sample was published before its commit %d times, with health %+v: want once, "+
+			"with the first cycle's", len(src.seen), src.seen)
+	}
+	if h := store.Latest().Health(); h.Cycles != 2 {
+		t.Errorf("%d cycles committed, want 2", h.Cycles)
+	}
+}

@@ -164,7 +164,8 @@ func (s *Scraper) Collect(ctx context.Context, add storage.AppendFunc) storage.O
 	}
 	klog.V(2).InfoS("Collection cycle finished", "nodes", len(nodes), "failed", failed, "duration", time.Since(start),
 		"workers", workers, "meanScrape", s.meanScrape)
-	return storage.Outcome{Success: len(nodes) == 0 || failed < len(nodes), Err: errOrNil(cycleErr)}
+	return storage.Outcome{Success: len(nodes) == 0 || failed < len(nodes), Err: errOrNil(cycleErr),
+		Listed: len(nodes), Reached: len(nodes) - failed}
 }
 
 // forgetGoneNodes drops the state and the per-node metric series of nodes the lister no longer returns.

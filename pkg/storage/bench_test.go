@@ -141,6 +141,15 @@ func BenchmarkStoreCycle(b *testing.B) {
 			s.BeginCycle().Commit(Outcome{Success: true})
 		}
 	})
+	b.Run("interim", func(b *testing.B) { // one node's batch landed a second after the previous publication
+		b.ReportAllocs()
+		cy := s.BeginCycle()
+		for b.Loop() {
+			c.now = c.now.Add(MinPublishInterval)
+			cy.Append(&batches[0])
+			cy.Publish()
+		}
+	})
 }
 
 // BenchmarkRead reads every pod and node of a 1,000 x 30 x 2 cluster, as a list of all pods does.

@@ -1,12 +1,19 @@
 package storage
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
-// RetainedViews is how many of the newest views storage keeps, so a watch can resume from a resourceVersion that
-// is up to RetainedViews-1 collections old (older is 410 Gone). Each view costs about one servable point per object.
+// RetainedViews is how many of the newest views storage keeps, so a watch can resume (and a list be paged) from a
+// resourceVersion that is up to RetainedViews-1 publications old (older is 410 Gone); the views of the newest
+// RetainedViews commits are kept too, so that interim publications (Cycle.Publish) never shorten that span below
+// RetainedViews-1 collections. Each view costs about one servable point per object: 4 views when cycles are
+// shorter than MinPublishInterval, at most 8 when they are longer.
 const RetainedViews = 4
 
-// Snapshot is what was servable at the end of one collection cycle, and the source's health then. Reading several
+// Snapshot is what was servable at one publication (the end of a collection cycle, or a cycle in progress: see
+// Cycle.Publish), and the source's health as of the newest commit. Reading several
 // objects from one Snapshot gives answers consistent with each other and with its health, whatever cycles finish
 // meanwhile. A Snapshot needs nothing else: it carries its own copy of storage's clock and --stale-after, so that
 // staleness and the 503 are judged at read time.
@@ -14,14 +21,14 @@ type Snapshot interface {
 	Node(name string) (NodePoint, bool)
 	// Pod returns the pod's point; its Containers slice is shared: callers must not modify it.
 	Pod(namespace, name string) (PodPoint, bool)
-	// Generation grows by one with each finished cycle, from a start that grows across restarts: the
+	// Generation grows by one with each publication, from a start that grows across restarts: the
 	// resourceVersion.
 	Generation() uint64
 	// Changed is closed when a newer snapshot is published.
 	Changed() <-chan struct{}
 	// Each calls node with every node and pod with every pod the snapshot holds, stale or not; either may be nil.
 	Each(node func(name string), pod func(namespace, name string))
-	// Health is the source's collection health as of the snapshot's cycle.
+	// Health is the source's collection health as of the newest commit before (or at) the snapshot.
 	Health() Health
 	// Unavailable returns the reason to answer 503 ServiceUnavailable, or nil: no cycle had succeeded within
 	// StaleAfter (or none had finished yet), judged now. The error names the source and its last error.
@@ -89,15 +96,33 @@ func (s *Storage) At(generation uint64) (Snapshot, bool) {
 	return nil, false
 }
 
-// publish makes v the newest view and wakes whoever waits on the previous one. Called with s.mu held.
-func (s *Storage) publish(v *view) {
-	v.changed = make(chan struct{})
+// publish makes v the newest view and wakes whoever waits on the previous one; committed says whether a cycle's
+// Commit published it, began when its publication began (mono). Called with s.mu held.
+func (s *Storage) publish(v *view, committed bool, began int64) {
+	s.published++
+	v.generation, v.committed, v.changed = s.epoch+s.published, committed, make(chan struct{})
+	s.pubBatches, s.pubAt = s.batches, began
 	prev := s.view.Swap(v)
-	recent := append([]*view(nil), *s.recent.Load()...)
-	recent = append(recent, v)
-	if len(recent) > RetainedViews {
-		recent = recent[len(recent)-RetainedViews:]
-	}
-	s.recent.Store(&recent)
+	s.recent.Store(retain(*s.recent.Load(), v))
 	close(prev.changed)
+}
+
+// retain returns the views to keep once v is published: the RetainedViews newest, and the views of the
+// RetainedViews newest commits.
+func retain(recent []*view, v *view) *[]*view {
+	all := append(recent[:len(recent):len(recent)], v)
+	kept := make([]*view, 0, min(len(all), 2*RetainedViews))
+	views, commits := 0, 0
+	for i := len(all) - 1; i >= 0; i-- {
+		w := all[i]
+		views++
+		if w.committed {
+			commits++
+		}
+		if views <= RetainedViews || (w.committed && commits <= RetainedViews) {
+			kept = append(kept, w)
+		}
+	}
+	slices.Reverse(kept)
+	return &kept
 }

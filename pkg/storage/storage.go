@@ -91,12 +91,16 @@ type Storage struct {
 	// clock is Options.Now and its reading at New: times kept for staleness are nanoseconds since then (mono).
 	clock monoClock
 
-	// epoch is the first generation: the clock in milliseconds at New. Cycles come at most once a second, so
-	// generations keep growing across restarts of the process and a watch resumed against a restarted server is
-	// told its resourceVersion is too old (410 Gone: relist) rather than from the future.
-	epoch uint64
-	view  atomic.Pointer[view] // the servable snapshot, replaced at the end of each cycle
-	// recent holds the newest views, newest last, so a watch can resume from a recent generation.
+	// epoch is the first generation: the clock in milliseconds at New. Publications come about twice a second at
+	// most (MinPublishInterval), so generations keep growing across restarts of the process and a watch resumed against
+	// a restarted server is told its resourceVersion is too old (410 Gone: relist) rather than from the future.
+	epoch     uint64
+	published uint64 // publications so far: the newest generation is epoch+published
+	// pubBatches and pubAt are batches and the clock (mono) at the newest publication.
+	pubBatches uint64
+	pubAt      int64
+	view       atomic.Pointer[view] // the servable snapshot, replaced at each publication
+	// recent holds the retained views, newest last, so a watch can resume from a recent generation.
 	recent atomic.Pointer[[]*view]
 }
 
@@ -114,7 +118,7 @@ func New(o Options) *Storage {
 	}
 	s.epoch = uint64(s.clock.base.UnixMilli())
 	first := &view{health: s.health, generation: s.epoch, changed: make(chan struct{}), clock: s.clock,
-		staleAfter: o.StaleAfter}
+		staleAfter: o.StaleAfter, committed: true}
 	s.view.Store(first)
 	s.recent.Store(&[]*view{first})
 	return s
@@ -290,24 +294,4 @@ func (s *Storage) dropPod(key podKey, p *pod, reason string) {
 	seriesPruned.WithLabelValues(reason).Add(float64(len(p.containers)))
 	s.slots.remove(p)
 	delete(s.pods, key)
-}
-
-// endCycle finishes a collection cycle (Cycle.Commit): it records its outcome, prunes stale series and publishes
-// the new servable view.
-func (s *Storage) endCycle(o Outcome) {
-	now := s.opts.Now()
-	mono := now.Sub(s.clock.base).Nanoseconds()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.health.Cycles++
-	s.health.LastCycle = now
-	s.health.LastError = o.Err
-	if o.Success {
-		s.health.LastSuccess = now
-	}
-	pods := s.prune(mono)
-	v := s.buildView()
-	s.publish(v)
-	seriesGauge.WithLabelValues("node").Set(float64(len(s.nodes)))
-	seriesGauge.WithLabelValues("pod").Set(float64(pods))
 }

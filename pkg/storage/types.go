@@ -5,7 +5,9 @@
 // (one node's kubelet response, or one cluster-wide Prometheus poll) to Cycle.Append, which validates its samples
 // and appends them to their series' rings under a mutex, a pod's only from the node it is bound to; Cycle.Commit
 // records the cycle's outcome as the source's health, prunes what went stale and publishes a new Snapshot with one
-// atomic pointer swap, so readers never wait on a collection.
+// atomic pointer swap, so readers never wait on a collection. Meanwhile the loop calls Cycle.Publish every second,
+// which publishes what has landed so far (at most once a second, with the previous commit's health), so a sample is
+// servable about a second after its node answered, not when the cycle's slowest node has.
 //
 // Which objects exist comes from the informers' events alone, passed on by cmd: PodBound (a pod Running on a node:
 // its samples are stored from then on), PodDeleted and NodeDeleted (its series dropped at once). Storage never asks
@@ -15,7 +17,7 @@
 // values, the time each turns stale, the generation (the API's resourceVersion), the source's health and the 503
 // decision (Unavailable).
 //
-// Files: types.go (batches, points, health), cycle.go (a cycle's handle), storage.go (appending; the informers'
+// Files: types.go (batches, points, health), cycle.go (a cycle's handle: interim publication, commit), storage.go (appending; the informers'
 // events), series.go (one ring and what it serves), view.go (pruning; building a snapshot), snapshot.go (reading
 // one; the retained ones), slots.go (pod numbering, for pointer-free snapshots), metrics.go (self-metrics).
 package storage
@@ -153,7 +155,7 @@ type PodPoint struct {
 type Health struct {
 	// Source names the source ("kubelet", "prometheus").
 	Source string
-	// Cycles is the number of finished collection cycles (the generation).
+	// Cycles is the number of finished collection cycles.
 	Cycles uint64
 	// LastCycle is when the newest cycle finished; zero before the first.
 	LastCycle time.Time
@@ -161,4 +163,11 @@ type Health struct {
 	LastSuccess time.Time
 	// LastError is the newest cycle's error, nil after a clean cycle.
 	LastError error
+	// Listed and Reached are how many nodes the newest cycle was to collect and how many returned data, and
+	// Servable how many nodes its snapshot serves; Listed is 0 when the source does not count nodes (Prometheus
+	// reaches the cluster in one query).
+	Listed, Reached, Servable int
+	// Complete is when the first cycle finished whose snapshot served every listed node (or, for a source that
+	// does not count nodes, the first successful one); zero before. Readiness waits for it, within a bound.
+	Complete time.Time
 }

@@ -17,6 +17,7 @@ type view struct {
 	containers []ContainerPoint
 	health     Health
 	generation uint64
+	committed  bool          // published by a cycle's Commit, not while the cycle ran (Cycle.Publish)
 	changed    chan struct{} // closed when the next view is published
 	// clock and staleAfter are copies of storage's, so a view answers alone: which entries are stale is decided at
 	// read time, because time passes between cycles, and so is the 503 of DESIGN.md section 3.
@@ -90,7 +91,7 @@ func (p *pod) newestSeen() int64 {
 	return seen
 }
 
-// buildView computes every servable point. Called with s.mu held. A cycle allocates a constant number of objects,
+// buildView computes every servable point; publish sets its generation. Called with s.mu held. A cycle allocates a constant number of objects,
 // not one per pod: the entries and all pods' containers are two slices.
 func (s *Storage) buildView() *view {
 	now := s.opts.Now()
@@ -100,7 +101,6 @@ func (s *Storage) buildView() *view {
 		index:      s.slots.indexOf(s.pods),
 		pods:       make([]podEntry, len(s.slots.pods)),
 		health:     s.health,
-		generation: s.epoch + s.health.Cycles,
 		clock:      s.clock,
 		staleAfter: stale,
 	}
@@ -110,7 +110,9 @@ func (s *Storage) buildView() *view {
 			continue
 		}
 		v.nodes[name] = nodeEntry{NodePoint{time.Unix(0, ts), win, u}, sr.seen + int64(stale)}
-		freshness.Observe(now.Sub(time.Unix(0, ts)).Seconds())
+		if sr.batch > s.pubBatches { // observed when first published, not again at each publication
+			freshness.Observe(now.Sub(time.Unix(0, ts)).Seconds())
+		}
 	}
 	total := 0
 	for _, p := range s.pods {

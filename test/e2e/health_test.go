@@ -73,8 +73,8 @@ func (h *hangingKubelet) unblock() {
 }
 
 // TestReadyzWaitsForFirstCollection starts a second metrics-ring while one kubelet hangs: /readyz must fail
-// while the first collection is still running and pass once it has finished, even though that kubelet
-// failed.
+// while the first collection is still running, go on failing after it (the answer is missing that kubelet's node)
+// and name the nodes served, and pass within api.ReadyWithinCycles cycles even though that kubelet never answers.
 func TestReadyzWaitsForFirstCollection(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -109,11 +109,12 @@ func TestReadyzWaitsForFirstCollection(t *testing.T) {
 	if err := os.WriteFile(bundle, append(append(simCA, '\n'), hangCA.CertPEM...), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// The request timeout must stay below the resolution (metrics-server's rule); both are long so that only
-	// the release below ends the first collection.
+	// The request timeout must stay below the resolution (metrics-server's rule); it is long enough that the
+	// release below ends the first collection, and the resolution short enough that the readiness bound (4
+	// cycles) comes within the test's wait.
 	b, err := env.api.StartBackend(ctx, framework.BackendConfig{
-		Service: "metrics-ring-readyz", IP: "127.0.0.4", Resolution: 90 * time.Second,
-		Args: append(framework.KubeletSourceArgs(bundle), "--kubelet-request-timeout=60s"),
+		Service: "metrics-ring-readyz", IP: "127.0.0.4", Resolution: 10 * time.Second,
+		Args: append(framework.KubeletSourceArgs(bundle), "--kubelet-request-timeout=8s"),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -147,12 +148,51 @@ func TestReadyzWaitsForFirstCollection(t *testing.T) {
 	}
 	t.Logf("/readyz during the first collection (%d):\n%s", code, body)
 
-	hang.unblock()
-	if err := b.WaitReady(ctx, time.Minute); err != nil {
+	hang.unblock() // from now on it answers 503 at once: its node is never served
+	// /readyz withholds its reasons, so the cycles come from /metrics: read before and after /readyz, they bound
+	// the cycles finished when it answered.
+	cycles := func(ctx context.Context) (uint64, error) {
+		m, err := b.SelfMetrics(ctx)
+		if err != nil {
+			return 0, err
+		}
+		var n uint64
+		for _, s := range m.Series("metrics_ring_kubelet_collection_duration_seconds", nil) {
+			n += s.GetHistogram().GetSampleCount()
+		}
+		return n, nil
+	}
+	const bound = 4 // api.ReadyWithinCycles
+	framework.Eventually(t, "/readyz to fail after the first collection", time.Minute, func(ctx context.Context) error {
+		before, err := cycles(ctx)
+		if err != nil {
+			return err
+		}
+		code, body, err := b.Get(ctx, "/readyz?verbose")
+		if err != nil {
+			return err
+		}
+		after, err := cycles(ctx)
+		if err != nil {
+			return err
+		}
+		if code == http.StatusOK && after < bound {
+			t.Fatalf("/readyz is 200 after %d collections, one node never served: want it to wait for %d", after, bound)
+		}
+		if before < 1 || code == http.StatusOK {
+			return fmt.Errorf("/readyz %d after %d collections", code, before)
+		}
+		t.Logf("/readyz after %d collections (%d):\n%s", before, code, body)
+		return nil
+	})
+	if err := b.WaitReady(ctx, 2*time.Minute); err != nil {
 		t.Fatalf("%v; log tail:\n%s", err, b.Proc.Tail(30))
 	}
+	if n, err := cycles(ctx); err != nil || n < bound {
+		t.Fatalf("ready after %d collections (%v), one node never served: want %d", n, err, bound)
+	}
 	if code, body, err = b.Get(ctx, "/readyz?verbose"); err != nil || code != http.StatusOK {
-		t.Fatalf("/readyz?verbose after the first collection: %d %v\n%s", code, err, body)
+		t.Fatalf("/readyz?verbose after %d collections (the readiness bound): %d %v\n%s", bound, code, err, body)
 	}
 }
 

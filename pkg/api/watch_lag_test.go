@@ -1,0 +1,96 @@
+package api
+
+import (
+	"context"
+	"sort"
+	"testing"
+	"time"
+
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/component-base/metrics/testutil"
+
+	"github.com/metrics-ring/metrics-ring/pkg/storage"
+)
+
+// splitCycle is a collection cycle whose pods land in two halves, the first published before the cycle commits
+// (storage's Cycle.Publish, as in a cycle longer than a second), then published is called with how many pods the
+// publication changed (a watch feed takes the newest snapshot only, so a test waits for it before the commit).
+func (c *cluster) splitCycle(podCPU map[string]float64, published func(pods int)) {
+	keys := make([]string, 0, len(podCPU))
+	for k := range podCPU {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	now := time.Unix(0, c.clock.Add(int64(15*time.Second)))
+	cy := c.store.BeginCycle()
+	for i, half := range [][]string{keys[:len(keys)/2], keys[len(keys)/2:]} {
+		b := &storage.Batch{CPU: storage.CPURate, Window: time.Minute}
+		for _, key := range half {
+			ns, name := splitKey(key)
+			b.Containers = append(b.Containers, storage.ContainerSample{Namespace: ns, Pod: name, Container: "app",
+				Sample: storage.Sample{Timestamp: now, CPU: podCPU[key], Memory: 1 << 20}})
+		}
+		cy.Append(b)
+		if i == 0 {
+			c.clock.Add(int64(storage.MinPublishInterval))
+			cy.Publish()
+			published(len(half))
+		}
+	}
+	cy.Commit(storage.Outcome{Success: true})
+}
+
+// TestSlowWatcherLagCountsCycles: a watcher's lag is counted in collection cycles, not in batches, so the interim
+// publications of long cycles do not end a slow watcher sooner; it is ended once maxWatchLag cycles behind.
+func TestSlowWatcherLagCountsCycles(t *testing.T) {
+	RegisterMetrics()
+	c, _, s, cpu := hookedPods(t, resultBuffer+10) // more initial events than the result buffer holds
+	before, _ := testutil.GetCounterMetricValue(watchesFellBehind.WithLabelValues(""))
+	ctx := genericapirequest.WithNamespace(context.Background(), "ns-a")
+	slow, err := s.Watch(ctx, &metainternalversion.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Stop()
+	fast, err := s.Watch(ctx, &metainternalversion.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fast.Stop()
+	events(t, fast, len(cpu))
+	collect := func(i int) {
+		for k := range cpu {
+			cpu[k] = 0.1 + float64(i%2)*0.1
+		}
+		// Two batches, each queued to slow as well once fast has its events.
+		c.splitCycle(cpu, func(pods int) { events(t, fast, pods) })
+		events(t, fast, len(cpu)-len(cpu)/2)
+	}
+	for i := 1; i < maxWatchLag; i++ {
+		collect(i)
+	}
+	if after, _ := testutil.GetCounterMetricValue(watchesFellBehind.WithLabelValues("")); after != before {
+		t.Fatalf("the slow watcher was ended %d cycles behind (%d batches), want %d cycles", maxWatchLag-1,
+			2*(maxWatchLag-1), maxWatchLag)
+	}
+	collect(maxWatchLag)
+	n := 0
+	for ev := range slow.ResultChan() {
+		if ev.Type == watch.Error {
+			if st, ok := ev.Object.(*metav1.Status); !ok || st.Code != 410 {
+				t.Errorf("the slow watcher's error: %+v, want 410 Gone", ev.Object)
+			}
+			break
+		}
+		n++
+	}
+	if n != len(cpu) {
+		t.Errorf("the slow watcher got %d events before its error, want its %d initial ones", n, len(cpu))
+	}
+	if after, _ := testutil.GetCounterMetricValue(watchesFellBehind.WithLabelValues("")); after != before+1 {
+		t.Errorf("watches fallen behind counted %v, want %v", after, before+1)
+	}
+}

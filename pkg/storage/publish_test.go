@@ -1,0 +1,203 @@
+package storage
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"k8s.io/component-base/metrics/testutil"
+)
+
+// TestInterimPublication: a cycle in progress publishes what it has appended (Cycle.Publish), at most once per
+// MinPublishInterval and only when batches arrived, with the previous commit's health; Commit publishes as always.
+func TestInterimPublication(t *testing.T) {
+	f := newFixture(Options{})
+	appendAt := func(c *Cycle, name string, at time.Duration, cpu float64) {
+		c.Append(&Batch{Key: name, CPU: CPUCumulative, Nodes: []NodeSample{node(name, at, cpu, 1e9)}})
+	}
+	gen0 := f.Generation()
+
+	c := f.BeginCycle()
+	appendAt(c, "n1", 0, 100)
+	appendAt(c, "n2", 0, 100)
+	f.clock.now = t0.Add(2 * time.Second)
+	c.Publish()
+	if f.Generation() != gen0 {
+		t.Fatal("the first cycle published before it committed: nothing is servable before it")
+	}
+	c.Commit(Outcome{Success: true})
+	gen1 := f.Generation()
+	if gen1 != gen0+1 {
+		t.Fatalf("generation %d after the first commit, want %d", gen1, gen0+1)
+	}
+
+	f.clock.now = t0.Add(15 * time.Second)
+	c = f.BeginCycle()
+	c.Publish()
+	if f.Generation() != gen1 {
+		t.Error("published with no batch since the previous publication")
+	}
+	appendAt(c, "n1", 15*time.Second, 103) // 200m
+	f.clock.now = t0.Add(16 * time.Second)
+	before := observations(t)
+	c.Publish()
+	snap := f.Latest()
+	if snap.Generation() != gen1+1 {
+		t.Fatalf("generation %d after an interim publication, want %d", snap.Generation(), gen1+1)
+	}
+	if p, ok := snap.Node("n1"); !ok || p.CPU != 200_000_000 {
+		t.Errorf("n1 in the interim snapshot: %+v %v, want its new 200m", p, ok)
+	}
+	if _, ok := snap.Node("n2"); ok {
+		t.Error("n2 served from one sample")
+	}
+	if h := snap.Health(); h.Cycles != 1 || h.LastCycle != t0.Add(2*time.Second) {
+		t.Errorf("interim health %+v: want the first commit's", h)
+	}
+	if n := observations(t) - before; n != 1 {
+		t.Errorf("%d freshness observations for one new node sample", n)
+	}
+	appendAt(c, "n2", 15*time.Second, 101.5) // 100m
+	f.clock.now = t0.Add(16*time.Second + MinPublishInterval/2)
+	c.Publish()
+	if f.Generation() != gen1+1 {
+		t.Errorf("published %s after the previous publication, want at least %s", MinPublishInterval/2, MinPublishInterval)
+	}
+	before = observations(t)
+	c.Commit(Outcome{Success: true, Listed: 2, Reached: 2})
+	snap = f.Latest()
+	if snap.Generation() != gen1+2 || snap.Health().Cycles != 2 {
+		t.Errorf("commit: generation %d, %d cycles; want %d, 2 (a commit publishes however soon)", snap.Generation(),
+			snap.Health().Cycles, gen1+2)
+	}
+	if n := observations(t) - before; n != 1 {
+		t.Errorf("%d freshness observations at the commit, want 1: n1's sample was observed when first published", n)
+	}
+	for _, gen := range []uint64{gen0, gen1, gen1 + 1, gen1 + 2} {
+		if _, ok := f.At(gen); !ok {
+			t.Errorf("generation %d not retained", gen)
+		}
+	}
+}
+
+func observations(t *testing.T) uint64 {
+	t.Helper()
+	n, err := testutil.GetHistogramMetricCount(freshness.ObserverMetric)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestRetainedAcrossInterimPublications: interim publications never shorten the span a watch can resume from, or
+// a list be paged through, below RetainedViews-1 collections; the views kept stay bounded.
+func TestRetainedAcrossInterimPublications(t *testing.T) {
+	f := newFixture(Options{})
+	var commits, all []uint64
+	for cycle := 0; cycle < 3*RetainedViews; cycle++ {
+		start := time.Duration(cycle) * 15 * time.Second
+		c := f.BeginCycle()
+		for i := 0; i < 5; i++ { // a cycle of five seconds: an interim publication each second
+			f.clock.now = t0.Add(start + time.Duration(i)*time.Second)
+			c.Append(&Batch{Key: "n1", CPU: CPUCumulative, Nodes: []NodeSample{node("n1", start+time.Duration(i)*time.Second, float64(100+cycle*5+i), 1e9)}})
+			before := f.Generation()
+			c.Publish()
+			if g := f.Generation(); g != before {
+				all = append(all, g)
+			}
+		}
+		c.Commit(Outcome{Success: true})
+		commits, all = append(commits, f.Generation()), append(all, f.Generation())
+		if n := len(*f.recent.Load()); n > 2*RetainedViews {
+			t.Fatalf("%d views retained, want at most %d", n, 2*RetainedViews)
+		}
+	}
+	if len(all) <= len(commits)+RetainedViews {
+		t.Fatalf("%d publications for %d commits: the interim ones did not happen", len(all), len(commits))
+	}
+	for _, gen := range commits[len(commits)-RetainedViews:] {
+		if _, ok := f.At(gen); !ok {
+			t.Errorf("the commit of generation %d is no longer retained", gen)
+		}
+	}
+	for _, gen := range all[len(all)-RetainedViews:] {
+		if _, ok := f.At(gen); !ok {
+			t.Errorf("generation %d, among the %d newest, is no longer retained", gen, RetainedViews)
+		}
+	}
+	if _, ok := f.At(all[len(all)-RetainedViews-1]); ok && !contains(commits[len(commits)-RetainedViews:], all[len(all)-RetainedViews-1]) {
+		t.Error("an older interim view is still retained")
+	}
+}
+
+func contains(gens []uint64, g uint64) bool {
+	for _, x := range gens {
+		if x == g {
+			return true
+		}
+	}
+	return false
+}
+
+// TestCompleteAnswer: Health.Complete is set by the first cycle after which every listed node is served, and stays.
+func TestCompleteAnswer(t *testing.T) {
+	f := newFixture(Options{})
+	cycle := func(at time.Duration, o Outcome, nodes ...string) Health {
+		f.clock.now = t0.Add(at)
+		c := f.BeginCycle()
+		for i, n := range nodes {
+			c.Append(&Batch{Key: n, CPU: CPUCumulative, Nodes: []NodeSample{node(n, at, 100+float64(at/time.Second)+float64(i), 1e9)}})
+		}
+		c.Commit(o)
+		return f.Health()
+	}
+	steps := []struct {
+		at           time.Duration
+		o            Outcome
+		nodes        []string
+		wantServable int
+		wantComplete bool
+	}{
+		{0, Outcome{Success: true, Listed: 3, Reached: 2}, []string{"a", "b"}, 0, false}, // one sample is no rate
+		{15 * time.Second, Outcome{Success: true, Listed: 3, Reached: 3}, []string{"a", "b", "c"}, 2, false},
+		{30 * time.Second, Outcome{Success: true, Listed: 3, Reached: 3}, []string{"a", "b", "c"}, 3, true},
+		{45 * time.Second, Outcome{Success: true, Listed: 3, Reached: 1}, []string{"a"}, 3, true}, // sticks
+	}
+	for i, s := range steps {
+		h := cycle(s.at, s.o, s.nodes...)
+		if h.Listed != s.o.Listed || h.Reached != s.o.Reached || h.Servable != s.wantServable || h.Complete.IsZero() == s.wantComplete {
+			t.Errorf("cycle %d: health %+v, want %d servable, complete %v", i+1, h, s.wantServable, s.wantComplete)
+		}
+	}
+	if h := f.Health(); !h.Complete.Equal(t0.Add(30 * time.Second)) {
+		t.Errorf("complete at %v, want the third cycle's end", h.Complete)
+	}
+
+	// A source that counts no nodes (Prometheus) is complete at its first success.
+	p := newFixture(Options{Source: "prometheus"})
+	p.BeginCycle().Commit(Outcome{Err: errors.New("query failed")})
+	if !p.Health().Complete.IsZero() {
+		t.Error("a failed cycle made the answer complete")
+	}
+	p.BeginCycle().Commit(Outcome{Success: true})
+	if p.Health().Complete.IsZero() {
+		t.Error("a successful Prometheus cycle did not make the answer complete")
+	}
+}
+
+// TestInterimPublicationToleratesTickerJitter: a tick received a little later than the previous one still
+// publishes, or a ticker every MinPublishInterval would publish every other tick.
+func TestInterimPublicationToleratesTickerJitter(t *testing.T) {
+	f := newFixture(Options{})
+	f.BeginCycle().Commit(Outcome{Success: true})
+	c := f.BeginCycle()
+	for i, at := range []time.Duration{1010 * time.Millisecond, 2003 * time.Millisecond, 3001 * time.Millisecond} {
+		f.clock.now = t0.Add(at)
+		before := f.Generation()
+		c.Append(&Batch{Key: "n1", CPU: CPUCumulative, Nodes: []NodeSample{node("n1", at, float64(100+i), 1e9)}})
+		c.Publish()
+		if f.Generation() != before+1 {
+			t.Errorf("tick %d at %s: not published", i+1, at)
+		}
+	}
+}
