@@ -80,7 +80,12 @@ func Wire(o *Options, client kubernetes.Interface, restConfig *rest.Config) (*Wi
 		Window:     o.Window,
 		StaleAfter: o.StaleAfter,
 	})
-	if _, err := podInformer.AddEventHandler(podBindings(store)); err != nil {
+	// The collection waits for this handler to have seen every pod of the initial list, not only for the informer's
+	// cache: a handler's events are delivered after the cache is filled, and a pod not yet bound when its node is
+	// first scraped loses that sample, so that at 30,000 pods the first complete answer took a third cycle (35 s
+	// instead of 20 s) whenever the first cycle outran the handler.
+	bindings, err := podInformer.AddEventHandler(podBindings(store))
+	if err != nil {
 		return nil, fmt.Errorf("pod informer: %w", err)
 	}
 	if _, err := nodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
@@ -105,7 +110,7 @@ func Wire(o *Options, client kubernetes.Interface, restConfig *rest.Config) (*Wi
 	if err != nil {
 		return nil, err
 	}
-	synced := []cache.InformerSynced{nodeInformer.HasSynced, podInformer.HasSynced}
+	synced := []cache.InformerSynced{nodeInformer.HasSynced, podInformer.HasSynced, bindings.HasSynced}
 	srv, err := api.NewServer(cfg, api.Deps{
 		Snapshots:         store,
 		Nodes:             nodes.Lister(),
