@@ -1,15 +1,12 @@
 package api
 
 import (
-	"context"
 	"sort"
 	"testing"
 	"time"
 
-	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/component-base/metrics/testutil"
 
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
@@ -46,21 +43,7 @@ func (c *cluster) splitCycle(podCPU map[string]float64, published func(pods int)
 // TestSlowWatcherLagCountsCycles: a watcher's lag is counted in collection cycles, not in batches, so the interim
 // publications of long cycles do not end a slow watcher sooner; it is ended once maxWatchLag cycles behind.
 func TestSlowWatcherLagCountsCycles(t *testing.T) {
-	RegisterMetrics()
-	c, _, s, cpu := hookedPods(t, resultBuffer+10) // more initial events than the result buffer holds
-	before, _ := testutil.GetCounterMetricValue(watchesFellBehind.WithLabelValues(""))
-	ctx := genericapirequest.WithNamespace(context.Background(), "ns-a")
-	slow, err := s.Watch(ctx, &metainternalversion.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer slow.Stop()
-	fast, err := s.Watch(ctx, &metainternalversion.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fast.Stop()
-	events(t, fast, len(cpu))
+	c, cpu, slow, fast, before := slowAndFast(t)
 	collect := func(i int) {
 		for k := range cpu {
 			cpu[k] = 0.1 + float64(i%2)*0.1

@@ -102,24 +102,32 @@ func TestWatchPanicsContained(t *testing.T) {
 	}
 }
 
+// slowAndFast watches namespace ns-a twice on pods with more initial events than a watch's result buffer holds:
+// the test reads fast and leaves slow unread. It returns the count of fallen-behind watches before they start;
+// both watches stop when the test ends.
+func slowAndFast(t *testing.T) (c *cluster, cpu map[string]float64, slow, fast watch.Interface, before float64) {
+	t.Helper()
+	RegisterMetrics()
+	c, _, s, cpu := hookedPods(t, resultBuffer+10)
+	before, _ = testutil.GetCounterMetricValue(watchesFellBehind.WithLabelValues(""))
+	ctx := genericapirequest.WithNamespace(context.Background(), "ns-a")
+	var err error
+	if slow, err = s.Watch(ctx, &metainternalversion.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(slow.Stop)
+	if fast, err = s.Watch(ctx, &metainternalversion.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fast.Stop)
+	events(t, fast, len(cpu))
+	return c, cpu, slow, fast, before
+}
+
 // TestSlowWatcherEnded: a watcher whose client stops reading is ended with 410 Gone once it is more than
 // maxWatchLag collections behind, counted; the other watchers of its selection are not held up.
 func TestSlowWatcherEnded(t *testing.T) {
-	RegisterMetrics()
-	c, _, s, cpu := hookedPods(t, resultBuffer+10) // more initial events than the result buffer holds
-	before, _ := testutil.GetCounterMetricValue(watchesFellBehind.WithLabelValues(""))
-	ctx := genericapirequest.WithNamespace(context.Background(), "ns-a")
-	slow, err := s.Watch(ctx, &metainternalversion.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer slow.Stop()
-	fast, err := s.Watch(ctx, &metainternalversion.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fast.Stop()
-	events(t, fast, len(cpu))
+	c, cpu, slow, fast, before := slowAndFast(t)
 	for i := 0; i <= maxWatchLag; i++ {
 		c.cycle(nil, cpu)
 		events(t, fast, len(cpu)) // one batch per collection: the feed has queued it to slow as well

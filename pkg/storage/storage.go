@@ -9,10 +9,11 @@ import (
 	"time"
 )
 
-// Defaults of DESIGN.md section 2.
+// Defaults of DESIGN.md section 2, and the fewest samples a series may keep: a CPU rate needs two.
 const (
 	DefaultHistory    = 16
 	DefaultResolution = 15 * time.Second
+	MinHistory        = 2
 )
 
 // DefaultWindow and DefaultStaleAfter are --window's and --stale-after's defaults for a resolution.
@@ -23,7 +24,7 @@ func DefaultStaleAfter(resolution time.Duration) time.Duration { return 3 * reso
 type Options struct {
 	// Source names the source in health and errors ("kubelet", "prometheus").
 	Source string
-	// History is the number of samples kept per series (default 16, at least 2).
+	// History is the number of samples kept per series (default DefaultHistory; fewer than MinHistory takes the default).
 	History int
 	// Resolution is the collection interval (default 15s).
 	Resolution time.Duration
@@ -40,7 +41,7 @@ func (o Options) withDefaults() Options {
 	if o.Source == "" {
 		o.Source = "kubelet"
 	}
-	if o.History < 2 {
+	if o.History < MinHistory {
 		o.History = DefaultHistory
 	}
 	if o.Resolution <= 0 {

@@ -125,8 +125,8 @@ func (o *Options) Validate() []error {
 	if maxTimeout(o.MetricResolution) < o.Kubelet.RequestTimeout {
 		errs = append(errs, fmt.Errorf("metric-resolution should be larger than kubelet-request-timeout, but metric-resolution value %v kubelet-request-timeout value %v provided", o.MetricResolution, o.Kubelet.RequestTimeout))
 	}
-	if o.History < 2 {
-		errs = append(errs, fmt.Errorf("--history=%d: at least 2 samples are needed for a CPU rate", o.History))
+	if o.History < storage.MinHistory {
+		errs = append(errs, fmt.Errorf("--history=%d: at least %d samples are needed for a CPU rate", o.History, storage.MinHistory))
 	}
 	if o.Window < 0 {
 		errs = append(errs, fmt.Errorf("--window=%v must be positive", o.Window))
