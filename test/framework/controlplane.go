@@ -91,16 +91,12 @@ func (cp *ControlPlane) track(p *Process) {
 }
 
 func (cp *ControlPlane) startEtcd(ctx context.Context) error {
-	clientPort, err := FreePort()
+	ports, err := FreePorts(2, "127.0.0.1") // distinct: etcd cannot serve clients and peers on one port
 	if err != nil {
 		return err
 	}
-	peerPort, err := FreePort()
-	if err != nil {
-		return err
-	}
-	client := "http://127.0.0.1:" + strconv.Itoa(clientPort)
-	peer := "http://127.0.0.1:" + strconv.Itoa(peerPort)
+	client := "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	peer := "http://127.0.0.1:" + strconv.Itoa(ports[1])
 	cp.etcd = NewProcess(cp.Dir, "etcd", cp.Tools.Etcd,
 		"--name=default", "--data-dir="+filepath.Join(cp.Dir, "etcd-data"),
 		"--listen-client-urls="+client, "--advertise-client-urls="+client,

@@ -46,6 +46,22 @@ func FreePort(ips ...string) (int, error) {
 	return 0, fmt.Errorf("no port free on all of %v", ips)
 }
 
+// FreePorts returns n distinct TCP ports free on ip at the time of the call: the listeners are held until all are
+// chosen, since ports found one after another by FreePort may repeat (the kernel hands out a port just closed
+// again), which made a Thanos Query's HTTP and gRPC addresses one and the same.
+func FreePorts(n int, ip string) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+		if err != nil {
+			return nil, fmt.Errorf("listening on %s: %w", ip, err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
 // stopPolling marks a condition error that no amount of waiting will fix.
 type stopPolling struct{ error }
 

@@ -113,12 +113,12 @@ func StartThanos(cfg ThanosConfig) (*Thanos, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", cfg.Dir, err)
 	}
-	addrs := make([]string, 4) // sidecar gRPC, sidecar HTTP, query HTTP, query gRPC
-	for i := range addrs {
-		port, err := FreePort("127.0.0.1")
-		if err != nil {
-			return nil, err
-		}
+	ports, err := FreePorts(4, "127.0.0.1")
+	if err != nil {
+		return nil, err
+	}
+	addrs := make([]string, len(ports)) // sidecar gRPC, sidecar HTTP, query HTTP, query gRPC
+	for i, port := range ports {
 		addrs[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	}
 	t := &Thanos{URL: "http://" + addrs[2], sidecarGRPC: addrs[0], endpoints: filepath.Join(cfg.Dir, "endpoints.yml"),
