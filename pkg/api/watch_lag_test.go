@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/component-base/metrics/testutil"
 
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
@@ -60,20 +58,5 @@ func TestSlowWatcherLagCountsCycles(t *testing.T) {
 			2*(maxWatchLag-1), maxWatchLag)
 	}
 	collect(maxWatchLag)
-	n := 0
-	for ev := range slow.ResultChan() {
-		if ev.Type == watch.Error {
-			if st, ok := ev.Object.(*metav1.Status); !ok || st.Code != 410 {
-				t.Errorf("the slow watcher's error: %+v, want 410 Gone", ev.Object)
-			}
-			break
-		}
-		n++
-	}
-	if n != len(cpu) {
-		t.Errorf("the slow watcher got %d events before its error, want its %d initial ones", n, len(cpu))
-	}
-	if after, _ := testutil.GetCounterMetricValue(watchesFellBehind.WithLabelValues("")); after != before+1 {
-		t.Errorf("watches fallen behind counted %v, want %v", after, before+1)
-	}
+	endedGone(t, slow, len(cpu), before)
 }

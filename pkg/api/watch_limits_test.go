@@ -124,14 +124,10 @@ func slowAndFast(t *testing.T) (c *cluster, cpu map[string]float64, slow, fast w
 	return c, cpu, slow, fast, before
 }
 
-// TestSlowWatcherEnded: a watcher whose client stops reading is ended with 410 Gone once it is more than
-// maxWatchLag collections behind, counted; the other watchers of its selection are not held up.
-func TestSlowWatcherEnded(t *testing.T) {
-	c, cpu, slow, fast, before := slowAndFast(t)
-	for i := 0; i <= maxWatchLag; i++ {
-		c.cycle(nil, cpu)
-		events(t, fast, len(cpu)) // one batch per collection: the feed has queued it to slow as well
-	}
+// endedGone checks that slow got its initial events, then 410 Gone, and that one more watch was counted as fallen
+// behind than before.
+func endedGone(t *testing.T, slow watch.Interface, initial int, before float64) {
+	t.Helper()
 	n := 0
 	for ev := range slow.ResultChan() {
 		if ev.Type == watch.Error {
@@ -142,12 +138,23 @@ func TestSlowWatcherEnded(t *testing.T) {
 		}
 		n++
 	}
-	if n != len(cpu) {
-		t.Errorf("the slow watcher got %d events before its error, want its %d initial ones", n, len(cpu))
+	if n != initial {
+		t.Errorf("the slow watcher got %d events before its error, want its %d initial ones", n, initial)
 	}
 	if after, _ := testutil.GetCounterMetricValue(watchesFellBehind.WithLabelValues("")); after != before+1 {
 		t.Errorf("watches fallen behind counted %v, want %v", after, before+1)
 	}
+}
+
+// TestSlowWatcherEnded: a watcher whose client stops reading is ended with 410 Gone once it is more than
+// maxWatchLag collections behind, counted; the other watchers of its selection are not held up.
+func TestSlowWatcherEnded(t *testing.T) {
+	c, cpu, slow, fast, before := slowAndFast(t)
+	for i := 0; i <= maxWatchLag; i++ {
+		c.cycle(nil, cpu)
+		events(t, fast, len(cpu)) // one batch per collection: the feed has queued it to slow as well
+	}
+	endedGone(t, slow, len(cpu), before)
 }
 
 // TestResumeAheadOfFeed: a client that resumes from a collection its selection's feed has not taken in yet (the
