@@ -1,11 +1,8 @@
 package framework
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os/exec"
 	"path/filepath"
 )
 
@@ -53,20 +50,5 @@ func MetricsServerManifests(version string) (string, error) {
 
 // metricsServerSource downloads metrics-server's module at version into the module cache and returns its folder.
 func metricsServerSource(modDir, version string) (string, error) {
-	cmd := exec.Command("go", "mod", "download", "-json", MetricsServerModule+"@"+version)
-	cmd.Dir = modDir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	raw, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("go mod download %s@%s: %w: %s", MetricsServerModule, version, err, stderr.String())
-	}
-	var mod struct{ Dir, Error string }
-	if err := json.Unmarshal(raw, &mod); err != nil {
-		return "", fmt.Errorf("reading go mod download output: %w", err)
-	}
-	if mod.Error != "" || mod.Dir == "" {
-		return "", fmt.Errorf("go mod download %s@%s: %s", MetricsServerModule, version, mod.Error)
-	}
-	return mod.Dir, nil
+	return moduleSource(modDir, nil, MetricsServerModule, version)
 }

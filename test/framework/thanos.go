@@ -47,17 +47,9 @@ func buildThanos(dst string, out io.Writer) error {
 	fmt.Fprintf(out, "building thanos %s (first time: about 7 minutes on 2 cores, downloads included): "+
 		"go mod download -json %s, then go build -tags=netgo,slicelabels ./cmd/thanos in that module's directory "+
 		"with its own go.mod (GOFLAGS=-mod=readonly), outside test/go.mod\n", ThanosVersion, mod)
-	dl := exec.Command("go", "mod", "download", "-json", mod)
-	dl.Dir = tmp
-	dl.Env = append(env, "GOFLAGS=")
-	dl.Stderr = out
-	raw, err := dl.Output()
+	src, err := moduleSource(tmp, append(env, "GOFLAGS="), thanosModule, ThanosVersion)
 	if err != nil {
-		return fmt.Errorf("go mod download %s: %w", mod, err)
-	}
-	var info struct{ Dir, Error string }
-	if err := json.Unmarshal(raw, &info); err != nil || info.Dir == "" {
-		return fmt.Errorf("go mod download %s: no module directory in %q (%v) %s", mod, raw, err, info.Error)
+		return err
 	}
 	// The tags of Thanos' own release build (.promu.yml): Thanos casts Prometheus' labels.Labels to its protobuf
 	// labels without copying, which holds only for the slicelabels layout; without the tag the sidecar's
@@ -65,13 +57,13 @@ func buildThanos(dst string, out io.Writer) error {
 	args := []string{"build", "-trimpath", "-tags=netgo,slicelabels", "-o", filepath.Join(tmp, "thanos"),
 		"-ldflags=-X github.com/prometheus/common/version.Version=" + strings.TrimPrefix(ThanosVersion, "v"),
 		"./cmd/thanos"}
-	fmt.Fprintf(out, "go %v in %s\n", args, info.Dir)
+	fmt.Fprintf(out, "go %v in %s\n", args, src)
 	cmd := exec.Command("go", args...)
-	cmd.Dir = info.Dir
+	cmd.Dir = src
 	cmd.Env = append(env, "GOFLAGS=-mod=readonly")
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go build %s/cmd/thanos in %s: %w", mod, info.Dir, err)
+		return fmt.Errorf("go build %s/cmd/thanos in %s: %w", mod, src, err)
 	}
 	if err := os.Rename(filepath.Join(tmp, "thanos"), dst); err != nil {
 		return fmt.Errorf("installing %s: %w", dst, err)
