@@ -21,12 +21,9 @@ func EnsureHelm(cacheDir string, out io.Writer) (string, error) {
 }
 
 func buildHelm(dst string, out io.Writer) error {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return fmt.Errorf("creating %s: %w", filepath.Dir(dst), err)
-	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dst), ".build-")
+	tmp, err := buildDir(dst)
 	if err != nil {
-		return fmt.Errorf("creating helm build directory: %w", err)
+		return fmt.Errorf("helm: %w", err)
 	}
 	defer os.RemoveAll(tmp)
 	args := []string{"install", "-trimpath",

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 )
 
 // moduleSource downloads module@version into the module cache (`go mod download -json`, run in dir with env; nil
@@ -28,4 +30,17 @@ func moduleSource(dir string, env []string, module, version string) (string, err
 		return "", fmt.Errorf("go mod download %s@%s: no module directory: %s", module, version, mod.Error)
 	}
 	return mod.Dir, nil
+}
+
+// buildDir makes a temporary folder beside dst for a tool built in its own module: the binary is renamed into
+// place from there when complete, so the cache never holds half a binary. The caller removes it.
+func buildDir(dst string) (string, error) {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return "", fmt.Errorf("creating %s: %w", filepath.Dir(dst), err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dst), ".build-")
+	if err != nil {
+		return "", fmt.Errorf("creating a build directory: %w", err)
+	}
+	return tmp, nil
 }

@@ -31,12 +31,9 @@ func EnsureThanos(cacheDir string, out io.Writer) (string, error) {
 }
 
 func buildThanos(dst string, out io.Writer) error {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return fmt.Errorf("creating %s: %w", filepath.Dir(dst), err)
-	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dst), ".build-")
+	tmp, err := buildDir(dst)
 	if err != nil {
-		return fmt.Errorf("creating thanos build directory: %w", err)
+		return fmt.Errorf("thanos: %w", err)
 	}
 	defer os.RemoveAll(tmp)
 	// GOFLAGS from the caller would not apply to Thanos' module and GOWORK=off keeps a workspace out of it;
