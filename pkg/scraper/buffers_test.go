@@ -95,3 +95,48 @@ func TestRetainFor(t *testing.T) {
 		}
 	}
 }
+
+// TestSparesFollowThePeak: the spares kept for the next cycle are as many as were borrowed at once in the previous
+// one (at least the floor), so a cycle with more responses in hand at once than --kubelet-concurrency does not
+// allocate a buffer and a gzip reader per scrape, and a quieter cycle lets the extra go.
+func TestSparesFollowThePeak(t *testing.T) {
+	p := newScratchPool(2)
+	borrow := func(n int) []*worker {
+		ws := make([]*worker, n)
+		for i := range ws {
+			ws[i] = &worker{}
+			ws[i].buf, ws[i].readers.gz = p.get()
+			ws[i].readers.borrowed = true
+			if ws[i].buf == nil {
+				ws[i].buf = make([]byte, 0, 64)
+			}
+		}
+		return ws
+	}
+	giveBack := func(ws []*worker) {
+		for _, w := range ws {
+			p.put(w)
+			if w.buf != nil || w.readers.borrowed {
+				t.Fatal("put left the worker holding what it borrowed")
+			}
+		}
+	}
+	for _, tc := range []struct {
+		atOnce, wantKept int
+	}{
+		{atOnce: 5, wantKept: 2}, // the first cycle keeps the floor; its peak sizes the next
+		{atOnce: 5, wantKept: 5},
+		{atOnce: 1, wantKept: 5}, // kept for the cycle after the peak...
+		{atOnce: 1, wantKept: 2}, // ...then back to the floor
+	} {
+		ws := borrow(tc.atOnce)
+		giveBack(ws)
+		if got := len(p.free); got != tc.wantKept {
+			t.Fatalf("%d borrowed at once: %d spares kept, want %d", tc.atOnce, got, tc.wantKept)
+		}
+		p.endCycle()
+		if p.out != 0 {
+			t.Fatalf("%d still counted as borrowed", p.out)
+		}
+	}
+}

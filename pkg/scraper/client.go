@@ -37,6 +37,8 @@ type kubeletClient struct {
 type readers struct {
 	header http.Header  // the client's headers, reused by every request of the worker (RoundTrip must not change them)
 	gz     *gzip.Reader // borrowed with the body buffer from the client's spares; nil until a gzip response
+	// borrowed says the worker's body buffer and gz are borrowed from the spares (scratchPool), until put.
+	borrowed bool
 }
 
 func newKubeletClient(o *Options) (*kubeletClient, error) {
@@ -54,7 +56,7 @@ func newKubeletClient(o *Options) (*kubeletClient, error) {
 		// anew for every response, about 40 KB, where a worker's is reset.
 		h.Set("Accept-Encoding", "gzip")
 	}
-	return &kubeletClient{rt: rt, header: h, maxBytes: o.MaxResponseBytes, spare: scratchPool{max: o.Concurrency}}, nil
+	return &kubeletClient{rt: rt, header: h, maxBytes: o.MaxResponseBytes, spare: newScratchPool(o.Concurrency)}, nil
 }
 
 // fetch GETs url and reads the body into buf (reused; grown when needed) and returns it. A worker that holds no
@@ -87,8 +89,9 @@ func (c *kubeletClient) fetch(ctx context.Context, node, url string, buf []byte,
 	if resp.ContentLength > c.maxBytes {
 		return buf, fmt.Errorf("node %q: GET %s: %w: Content-Length %d", node, url, c.tooLarge(), resp.ContentLength)
 	}
-	if cap(buf) == 0 && rd.gz == nil {
+	if !rd.borrowed {
 		buf, rd.gz = c.spare.get()
+		rd.borrowed = true
 	}
 	body, err := rd.decode(resp)
 	if err != nil {

@@ -55,9 +55,10 @@ type nodeState struct {
 
 // worker is one concurrent scrape slot; its buffer and batch are reused for every node it scrapes.
 type worker struct {
-	buf     []byte
-	readers readers
-	batch   storage.Batch
+	buf       []byte
+	readers   readers
+	oversized bool // the response grew buf beyond the retain limit: the batch goes too, once stored
+	batch     storage.Batch
 }
 
 // New validates o and builds the kubelet client.
@@ -156,6 +157,7 @@ func (s *Scraper) Collect(ctx context.Context, add storage.AppendFunc) storage.O
 	if n := s.bodies.Swap(0); n > 0 {
 		s.retain = retainFor(s.bodyBytes.Swap(0) / n)
 	}
+	s.client.spare.endCycle()
 
 	cycleErr := summarize(nodes, errs)
 	failed := 0
@@ -190,7 +192,11 @@ func (s *Scraper) scrape(ctx context.Context, w *worker, node *corev1.Node, st *
 	}
 	if err == nil {
 		stats := st.parser.parse(w.buf, time.Now(), node.Name, &w.batch)
-		err = s.store(node.Name, url, w, st, &stats, add)
+		size := len(w.buf)
+		s.bodies.Add(1)
+		s.bodyBytes.Add(int64(size))
+		s.release(w)
+		err = s.store(node.Name, url, size, w, st, &stats, add)
 	}
 	scrapeDuration.Observe(time.Since(start).Seconds())
 	if err != nil {
@@ -207,12 +213,12 @@ func (s *Scraper) scrape(ctx context.Context, w *worker, node *corev1.Node, st *
 }
 
 // store hands one parsed response to add and reports what it lost.
-func (s *Scraper) store(node, url string, w *worker, st *nodeState, stats *parseStats, add storage.AppendFunc) error {
+func (s *Scraper) store(node, url string, size int, w *worker, st *nodeState, stats *parseStats, add storage.AppendFunc) error {
 	b := &w.batch
 	if len(b.Nodes) == 0 && len(b.Containers) == 0 {
 		// The parser's error quotes the response: for the log only.
 		return logonly.Wrap(fmt.Errorf("node %q: GET %s: no usable samples in %d bytes (%d bad lines)",
-			node, url, len(w.buf), stats.BadLines), "firstError", stats.FirstError)
+			node, url, size, stats.BadLines), "firstError", stats.FirstError)
 	}
 	b.Key, b.CPU, b.Window = node, storage.CPUCumulative, 0
 	rej := add(b)

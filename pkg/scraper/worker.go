@@ -19,19 +19,30 @@ func (s *Scraper) work(ctx context.Context, w *worker, node *corev1.Node, st *no
 	defer func() {
 		if r := recover(); r != nil {
 			err = logonly.Recovered(r, fmt.Sprintf("node %q: scrape", node.Name))
-			// The worker's and the node's parsing state may be half-written: both start afresh.
+			// The worker's and the node's parsing state may be half-written: both start afresh (what it borrowed
+			// goes back first: a gzip reader is Reset before each use, a buffer overwritten).
+			s.client.spare.put(w)
 			*w = worker{}
 			st.parser = newParser()
 			s.failed(node.Name, st, err)
 		}
-		if err == nil {
-			s.bodies.Add(1)
-			s.bodyBytes.Add(int64(len(w.buf)))
+		s.release(w) // a failed fetch, or a panic, may still hold what it borrowed
+		if w.oversized {
+			w.batch, w.oversized = storage.Batch{}, false
 		}
-		w.giveBack(s.retain)
-		s.client.spare.put(w)
 	}()
 	return s.scrape(ctx, w, node, st, add)
+}
+
+// release gives the worker's body buffer and gzip reader back to the spares once the body is parsed: the batch
+// holds the parser's interned names, never bytes of the body, so storing it (which may wait on storage's lock
+// while a snapshot is built) needs neither. A buffer grown beyond the retain limit is dropped instead, and the
+// batch, whose slices grew with that response, after it is stored.
+func (s *Scraper) release(w *worker) {
+	if cap(w.buf) > s.retain {
+		w.buf, w.oversized = nil, true
+	}
+	s.client.spare.put(w)
 }
 
 // retainMin is the largest response buffer a worker keeps whatever the recent sizes: a 110-pod node's response
@@ -46,24 +57,21 @@ func retainFor(meanBody int64) int {
 	return max(retainMin, int(8*min(meanBody, 1<<37)))
 }
 
-// giveBack drops the worker's buffers when the last response grew its body buffer beyond limit: the batch too,
-// whose slices grew with the response's containers.
-func (w *worker) giveBack(limit int) {
-	if cap(w.buf) > limit {
-		w.buf, w.batch = nil, storage.Batch{}
-	}
-}
-
 // scratchPool holds the response buffers and gzip readers (about 110 KB together for a 30-pod node) that workers
-// borrow while they read and parse a body, and give back after each scrape. Workers wait for the kubelet most of
-// a scrape, and a large cluster's cycle runs up to maxWorkers of them at once (pace.go): when each kept its own,
-// 1,000 workers held about 118 MB between cycles (12 KB a node at 10,000 nodes, twice the 1,000-node share), and
-// all of it was touched in every cycle. Now what is kept follows the scrapes that read a body at the same time,
-// and at most max are kept.
+// borrow while they read and parse a body, and give back as soon as it is parsed. Workers wait for the kubelet most
+// of a scrape, and a large cluster's cycle runs up to maxWorkers of them at once (pace.go): when each kept its own,
+// 1,000 workers held about 118 MB between cycles, all of it touched in every cycle. Now what is kept follows the
+// scrapes that read a body at the same time: the most that were out at once in the previous cycle (at least
+// floor). A fixed cap of floor (50) made every scrape beyond the 50th at once allocate both anew, about 1 GB a
+// cycle at 10,000 nodes and a fifth of the process' CPU in garbage collection.
 type scratchPool struct {
-	mu   sync.Mutex
-	max  int
-	free []scratch
+	mu    sync.Mutex
+	floor int
+	max   int // spares kept: max(floor, the previous cycle's peak)
+	free  []scratch
+	// out counts what workers borrowed (from the spares or new) and have not given back; peak is its most since
+	// the previous endCycle.
+	out, peak int
 }
 
 type scratch struct {
@@ -71,10 +79,15 @@ type scratch struct {
 	gz  *gzip.Reader
 }
 
-// get returns a spare buffer and gzip reader, or nothing (the caller allocates on demand).
+func newScratchPool(floor int) scratchPool { return scratchPool{floor: floor, max: floor} }
+
+// get returns a spare buffer and gzip reader, or nothing (the caller allocates on demand); either way the caller
+// has borrowed one, which put gives back.
 func (p *scratchPool) get() ([]byte, *gzip.Reader) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.out++
+	p.peak = max(p.peak, p.out)
 	n := len(p.free)
 	if n == 0 {
 		return nil, nil
@@ -85,16 +98,30 @@ func (p *scratchPool) get() ([]byte, *gzip.Reader) {
 	return sc.buf[:0], sc.gz
 }
 
-// put takes w's buffer and gzip reader back (giveBack has dropped an outlier's already), keeping at most max.
+// put takes w's borrowed buffer and gzip reader back, keeping at most max spares; a worker that borrowed nothing
+// gives back nothing.
 func (p *scratchPool) put(w *worker) {
-	sc := scratch{buf: w.buf, gz: w.readers.gz}
-	w.buf, w.readers.gz = nil, nil
-	if cap(sc.buf) == 0 && sc.gz == nil {
+	if !w.readers.borrowed {
 		return
 	}
+	sc := scratch{buf: w.buf, gz: w.readers.gz}
+	w.buf, w.readers.gz, w.readers.borrowed = nil, nil, false
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.free) < p.max {
+	p.out--
+	if len(p.free) < p.max && (cap(sc.buf) > 0 || sc.gz != nil) {
 		p.free = append(p.free, sc)
+	}
+}
+
+// endCycle sizes the spares for the next cycle by this one's peak, dropping any beyond it.
+func (p *scratchPool) endCycle() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.max = max(p.floor, p.peak)
+	p.peak = p.out
+	if len(p.free) > p.max {
+		clear(p.free[p.max:])
+		p.free = p.free[:p.max]
 	}
 }
