@@ -150,6 +150,23 @@ func BenchmarkStoreCycle(b *testing.B) {
 			cy.Publish()
 		}
 	})
+	// A fifth of the nodes landed since the previous publication, as when a 5 s cycle publishes every second (10,000
+	// nodes): only the publication is timed.
+	b.Run("interim-fifth", func(b *testing.B) {
+		b.ReportAllocs()
+		cy := s.BeginCycle()
+		next := 0
+		for b.Loop() {
+			b.StopTimer()
+			c.now = c.now.Add(MinPublishInterval)
+			for range len(batches) / 5 {
+				cy.Append(&batches[next])
+				next = (next + 1) % len(batches)
+			}
+			b.StartTimer()
+			cy.Publish()
+		}
+	})
 }
 
 // BenchmarkRead reads every pod and node of a 1,000 x 30 x 2 cluster, as a list of all pods does.

@@ -59,7 +59,7 @@ func (s *Storage) publishInterim() {
 	if s.health.Cycles == 0 || s.batches == s.pubBatches || now-s.pubAt < int64(MinPublishInterval)*9/10 {
 		return
 	}
-	s.publish(s.buildView(), false, now)
+	s.publish(s.buildInterim(s.view.Load()), false, now)
 }
 
 // endCycle finishes a collection cycle (Cycle.Commit): it records its outcome, prunes stale series and publishes

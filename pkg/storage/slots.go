@@ -10,6 +10,8 @@ type slots struct {
 	// index maps every pod to its slot; nil when pods came or went since it was built. Views share it, so it is
 	// never modified once built.
 	index map[podKey]int32
+	// layout counts renumberings: views built before one place pods at other slots.
+	layout uint64
 }
 
 // add gives p a slot.
@@ -40,6 +42,7 @@ func (s *slots) indexOf(pods map[podKey]*pod) map[podKey]int32 {
 	}
 	if len(s.free) > 64 && len(s.free) > len(pods) {
 		s.pods, s.free = s.pods[:0], s.free[:0]
+		s.layout++
 		for _, p := range pods {
 			p.slot = int32(len(s.pods))
 			s.pods = append(s.pods, p)

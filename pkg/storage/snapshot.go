@@ -102,6 +102,7 @@ func (s *Storage) publish(v *view, committed bool, began int64) {
 	s.published++
 	v.generation, v.committed, v.changed = s.epoch+s.published, committed, make(chan struct{})
 	s.pubBatches, s.pubAt = s.batches, began
+	s.dirty.reset()
 	prev := s.view.Swap(v)
 	s.recent.Store(retain(*s.recent.Load(), v))
 	close(prev.changed)

@@ -101,6 +101,7 @@ type Storage struct {
 	pubBatches uint64
 	pubAt      int64
 	view       atomic.Pointer[view] // the servable snapshot, replaced at each publication
+	dirty      dirty                // what changed since it was built, for an interim build (interim.go)
 	// recent holds the retained views, newest last, so a watch can resume from a recent generation.
 	recent atomic.Pointer[[]*view]
 }
@@ -146,6 +147,9 @@ func (s *Storage) store(b *Batch) Rejection {
 			sr = newSeries(s.opts.History)
 			s.nodes[smp.Node] = sr
 		}
+		if sr.batch != seq {
+			s.touchNode(smp.Node)
+		}
 		if s.record(sr, b, &smp.Sample, seq, now, prev, &rej) {
 			rej.Example = describe(smp.Node, &smp.Sample)
 		}
@@ -166,7 +170,10 @@ func (s *Storage) store(b *Batch) Rejection {
 			s.foreign(smp, p, &rej)
 			continue
 		}
-		p.batch = seq
+		if p.batch != seq {
+			s.touchPod(p.slot)
+			p.batch = seq
+		}
 		sr := p.series(smp.Container, s.opts.History)
 		if s.record(sr, b, &smp.Sample, seq, now, prev, &rej) {
 			rej.Example = describe(smp.Namespace+"/"+smp.Pod+"/"+smp.Container, &smp.Sample)
@@ -233,6 +240,7 @@ func (s *Storage) addPod(key podKey, node string) *pod {
 	p := &pod{node: node}
 	s.slots.add(p)
 	s.pods[key] = p
+	s.touchPod(p.slot)
 	return p
 }
 
@@ -264,6 +272,7 @@ func (s *Storage) PodBound(namespace, name, node string) {
 	case p.node != node:
 		seriesPruned.WithLabelValues("deleted").Add(float64(len(p.containers)))
 		p.node, p.containers = node, nil
+		s.touchPod(p.slot)
 	}
 }
 
@@ -275,6 +284,7 @@ func (s *Storage) NodeDeleted(name string) {
 	if _, ok := s.nodes[name]; ok {
 		seriesPruned.WithLabelValues("deleted").Inc()
 		delete(s.nodes, name)
+		s.touchNode(name)
 	}
 }
 
@@ -293,6 +303,7 @@ func (s *Storage) PodDeleted(namespace, name string) {
 // dropPod forgets a pod's series, counting them as pruned for reason. Called with s.mu held.
 func (s *Storage) dropPod(key podKey, p *pod, reason string) {
 	seriesPruned.WithLabelValues(reason).Add(float64(len(p.containers)))
+	s.touchPod(p.slot)
 	s.slots.remove(p)
 	delete(s.pods, key)
 }

@@ -7,7 +7,8 @@
 // records the cycle's outcome as the source's health, prunes what went stale and publishes a new Snapshot with one
 // atomic pointer swap, so readers never wait on a collection. Meanwhile the loop calls Cycle.Publish every second,
 // which publishes what has landed so far (at most once a second, with the previous commit's health), so a sample is
-// servable about a second after its node answered, not when the cycle's slowest node has.
+// servable about a second after its node answered, not when the cycle's slowest node has; such an interim snapshot
+// recomputes only what changed since the previous one.
 //
 // Which objects exist comes from the informers' events alone, passed on by cmd: PodBound (a pod Running on a node:
 // its samples are stored from then on), PodDeleted and NodeDeleted (its series dropped at once). Storage never asks
@@ -18,8 +19,9 @@
 // decision (Unavailable).
 //
 // Files: types.go (batches, points, health), cycle.go (a cycle's handle: interim publication, commit), storage.go (appending; the informers'
-// events), series.go (one ring and what it serves), view.go (pruning; building a snapshot), snapshot.go (reading
-// one; the retained ones), slots.go (pod numbering, for pointer-free snapshots), metrics.go (self-metrics).
+// events), series.go (one ring and what it serves), view.go (pruning; building a snapshot), interim.go (an interim
+// snapshot: the published one with what changed since), snapshot.go (reading one; the retained ones), slots.go (pod
+// numbering, for pointer-free snapshots), metrics.go (self-metrics).
 package storage
 
 import (

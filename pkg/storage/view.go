@@ -16,6 +16,7 @@ type view struct {
 	pods       []podEntry
 	containers []ContainerPoint
 	health     Health
+	layout     uint64 // slots.layout when built: an interim build reuses the entries of a view of the same layout
 	generation uint64
 	committed  bool          // published by a cycle's Commit, not while the cycle ran (Cycle.Publish)
 	changed    chan struct{} // closed when the next view is published
@@ -94,24 +95,12 @@ func (p *pod) newestSeen() int64 {
 // buildView computes every servable point; publish sets its generation. Called with s.mu held. A cycle allocates a constant number of objects,
 // not one per pod: the entries and all pods' containers are two slices.
 func (s *Storage) buildView() *view {
-	now := s.opts.Now()
-	w, res, stale := s.opts.Window, s.opts.Resolution, s.opts.StaleAfter
-	v := &view{
-		nodes:      make(map[string]nodeEntry, len(s.nodes)),
-		index:      s.slots.indexOf(s.pods),
-		pods:       make([]podEntry, len(s.slots.pods)),
-		health:     s.health,
-		clock:      s.clock,
-		staleAfter: stale,
-	}
+	v := s.newView(s.slots.indexOf(s.pods))
+	now := v.clock.now()
+	v.nodes = make(map[string]nodeEntry, len(s.nodes))
 	for name, sr := range s.nodes {
-		u, ts, win, ok := sr.usage(w, res, stale)
-		if !ok {
-			continue
-		}
-		v.nodes[name] = nodeEntry{NodePoint{time.Unix(0, ts), win, u}, sr.seen + int64(stale)}
-		if sr.batch > s.pubBatches { // observed when first published, not again at each publication
-			freshness.Observe(now.Sub(time.Unix(0, ts)).Seconds())
+		if e, ok := s.nodeEntry(sr, now); ok {
+			v.nodes[name] = e
 		}
 	}
 	total := 0
@@ -123,29 +112,60 @@ func (s *Storage) buildView() *view {
 		if p == nil {
 			continue
 		}
-		from := len(v.containers)
-		e := podEntry{from: uint32(from)}
-		servable := len(p.containers) > 0
-		for _, c := range p.containers { // sorted by name, as served
-			u, ts, win, ok := c.usage(w, res, stale)
-			if !ok {
-				servable = false // every container must be servable, or the pod is not
-				break
-			}
-			v.containers = append(v.containers, ContainerPoint{Name: c.name, Usage: u})
-			if ts > e.ts {
-				e.ts, e.window = ts, win
-			}
-			e.staleAt = max(e.staleAt, c.seen+int64(stale))
+		if e, ok := s.appendPod(p, &v.containers); ok {
+			v.pods[slot] = e
 		}
-		if !servable {
-			v.containers = v.containers[:from]
-			continue
-		}
-		e.n = uint32(len(v.containers) - from)
-		v.pods[slot] = e
 	}
 	return v
+}
+
+// newView returns a view of the current health, pods numbered as index says, with no entries yet.
+func (s *Storage) newView(index map[podKey]int32) *view {
+	return &view{
+		index:      index,
+		layout:     s.slots.layout,
+		pods:       make([]podEntry, len(s.slots.pods)),
+		health:     s.health,
+		clock:      s.clock,
+		staleAfter: s.opts.StaleAfter,
+	}
+}
+
+// nodeEntry is what a view serves of a node's series, if anything; now is for the freshness histogram.
+func (s *Storage) nodeEntry(sr *series, now time.Time) (nodeEntry, bool) {
+	u, ts, win, ok := sr.usage(s.opts.Window, s.opts.Resolution, s.opts.StaleAfter)
+	if !ok {
+		return nodeEntry{}, false
+	}
+	if sr.batch > s.pubBatches { // observed when first published, not again at each publication
+		freshness.Observe(now.Sub(time.Unix(0, ts)).Seconds())
+	}
+	return nodeEntry{NodePoint{time.Unix(0, ts), win, u}, sr.seen + int64(s.opts.StaleAfter)}, true
+}
+
+// appendPod appends the pod's containers' points to *containers and returns its entry, when every container is
+// servable (or the pod is not: then *containers is as it was).
+func (s *Storage) appendPod(p *pod, containers *[]ContainerPoint) (podEntry, bool) {
+	w, res, stale := s.opts.Window, s.opts.Resolution, s.opts.StaleAfter
+	from := len(*containers)
+	e := podEntry{from: uint32(from)}
+	if len(p.containers) == 0 {
+		return podEntry{}, false
+	}
+	for _, c := range p.containers { // sorted by name, as served
+		u, ts, win, ok := c.usage(w, res, stale)
+		if !ok {
+			*containers = (*containers)[:from] // every container must be servable, or the pod is not
+			return podEntry{}, false
+		}
+		*containers = append(*containers, ContainerPoint{Name: c.name, Usage: u})
+		if ts > e.ts {
+			e.ts, e.window = ts, win
+		}
+		e.staleAt = max(e.staleAt, c.seen+int64(stale))
+	}
+	e.n = uint32(len(*containers) - from)
+	return e, true
 }
 
 // Unavailable implements Snapshot.
