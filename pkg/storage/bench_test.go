@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -196,5 +197,32 @@ func BenchmarkRead(b *testing.B) {
 				v.Pod(cs.Namespace, cs.Pod)
 			}
 		}
+	}
+}
+
+// BenchmarkRetainedPerSeries reports the heap storage keeps per series (rings, series, pods, the published and
+// retained snapshots) for 1,000 nodes x 30 pods x 2 containers at the default history, after RetainedViews cycles.
+func BenchmarkRetainedPerSeries(b *testing.B) {
+	for b.Loop() {
+		batches := cluster(1000, 30, 2)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		c := &clock{now: t0}
+		s := New(Options{Now: c.Now})
+		bindEvery(s, batches)
+		for range RetainedViews {
+			c.now = c.now.Add(15 * time.Second)
+			advance(batches, c.now)
+			cy := s.BeginCycle()
+			for j := range batches {
+				cy.Append(&batches[j])
+			}
+			cy.Commit(Outcome{Success: true})
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(s)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/61000, "B/series")
 	}
 }

@@ -5,12 +5,13 @@ import (
 	"time"
 )
 
-// point is one stored sample. Times are Unix nanoseconds so a ring is one flat allocation with no pointers for the
-// garbage collector to scan.
+// point is one stored sample: what a CPU rate needs. Times are Unix nanoseconds so a ring is one flat allocation
+// with no pointers for the garbage collector to scan. Memory and swap are served at the newest sample only, so they
+// are kept once per series (series.mem, series.swap), not in every point: 16 bytes a sample instead of 24, a third
+// of the rings (78 MB at 10,000 nodes).
 type point struct {
 	ts  int64
 	cpu float64 // core-seconds (cumulative) or cores (rate)
-	mem float64 // bytes
 }
 
 // series is the ring of one node's or container's samples. All fields are guarded by Storage.mu.
@@ -25,9 +26,9 @@ type series struct {
 	seen   int64         // when the series last received a new sample, on storage's clock (Storage.mono)
 	batch  uint64        // sequence number of the newest Append that reported this series
 	bad    bool          // the newest report was rejected: serve nothing rather than an older value
-	// swap is the swap usage of the newest point, NaN when it had none (not reported, or invalid). Only the newest
-	// value is served, so it lives here and not in every point: the rings stay at 24 bytes a sample.
-	swap float64
+	// mem is the working set of the newest point in bytes, and swap its swap usage, NaN when it had none (not
+	// reported, or invalid): only the newest values are served.
+	mem, swap float64
 }
 
 func newSeries(history int) *series {
@@ -97,7 +98,7 @@ func (s *series) usage(window, resolution, staleAfter time.Duration) (u Usage, t
 		return Usage{}, 0, 0, false
 	}
 	last := s.newest()
-	u.Memory = uint64(last.mem)
+	u.Memory = uint64(s.mem)
 	if !math.IsNaN(s.swap) {
 		u = u.WithSwap(uint64(s.swap))
 	}

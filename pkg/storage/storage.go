@@ -206,11 +206,11 @@ func (s *Storage) record(sr *series, b *Batch, smp *Sample, seq uint64, now, pre
 	invalid, zero := validate(b.CPU, smp)
 	sr.bad = invalid || zero
 	if !sr.bad {
-		p := point{ts: unixNano(smp.Timestamp), cpu: smp.CPU, mem: smp.Memory}
+		p := point{ts: unixNano(smp.Timestamp), cpu: smp.CPU}
 		swap, badSwap := validSwap(smp)
 		if sr.add(p, unixNano(smp.StartTime), b.CPU, b.Window, prev, int64(s.opts.StaleAfter)) {
 			sr.seen = now // staleness counts from the newest new sample, not from repeats or ignored ones
-			sr.swap = swap
+			sr.mem, sr.swap = smp.Memory, swap
 		}
 		if badSwap {
 			rej.InvalidSwap++
