@@ -218,3 +218,33 @@ func TestCyclePublishesBeforeItCommits(t *testing.T) {
 		t.Errorf("%d cycles committed, want 2", h.Cycles)
 	}
 }
+
+// TestWarmKeepsNothing: the warm-up before the first cycle collects once within the source's budget, and what it
+// collected is neither stored nor published, nor counted as a cycle: readiness and the 503 still wait for the
+// first real one.
+func TestWarmKeepsNothing(t *testing.T) {
+	store := storage.New(storage.Options{Source: "kubelet"})
+	src := &fakeSource{budget: 3 * time.Second, outcome: storage.Outcome{Success: true, Listed: 1, Reached: 1}}
+	l, err := New(src, store, Options{Source: "test", Resolution: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := store.Latest().Generation()
+	before := time.Now()
+	l.Warm(context.Background())
+	if src.count() != 1 {
+		t.Fatalf("the warm-up collected %d times, want once", src.count())
+	}
+	if d := src.deadlines[0]; d.Before(before.Add(3*time.Second)) || d.After(time.Now().Add(3*time.Second)) {
+		t.Errorf("warm-up deadline %s: want the source's 3 s budget", d.Sub(before))
+	}
+	snap := store.Latest()
+	if snap.Generation() != gen || snap.Health().Cycles != 0 || snap.Unavailable() == nil {
+		t.Errorf("after the warm-up: generation %d (was %d), health %+v: want nothing published", snap.Generation(),
+			gen, snap.Health())
+	}
+	l.cycle(context.Background())
+	if n, ok := store.Latest().Node("n1"); !ok || n.CPU != 2e9 {
+		t.Errorf("the first cycle serves %+v %v: want its own sample (CPU 2, the source's second collection)", n, ok)
+	}
+}

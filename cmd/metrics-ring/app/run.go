@@ -54,6 +54,8 @@ type Wired struct {
 	Loop    *collect.Loop
 	start   func(stop <-chan struct{})
 	synced  []cache.InformerSynced
+	// warm, when set, says the loop warms the source (Loop.Warm) once it has: the kubelet source, once nodes synced.
+	warm cache.InformerSynced
 }
 
 // Wire builds informers, storage, source, loop and server from o and the given clients; tests pass fakes.
@@ -134,10 +136,22 @@ func Wire(o *Options, client kubernetes.Interface, restConfig *rest.Config) (*Wi
 			podFactory.Start(stop)
 		},
 		synced: synced,
+		warm:   warmWhen(o.Source, nodeInformer.HasSynced),
 	}, nil
 }
 
-// Run starts the informers, the collection loop once they have synced, and serves until ctx is done (SIGTERM). Then
+// warmWhen says when the source's connections are warmed before the first cycle (Loop.Warm): the kubelet source's,
+// once the nodes are known. The Prometheus source's one connection costs nothing to open, and a discarded poll
+// would cost Prometheus a whole query.
+func warmWhen(source string, nodesSynced cache.InformerSynced) cache.InformerSynced {
+	if source != SourceKubelet {
+		return nil
+	}
+	return nodesSynced
+}
+
+// Run starts the informers, warms the source once the nodes are known (Loop.Warm), starts the collection loop once
+// every informer has synced, and serves until ctx is done (SIGTERM). Then
 // /readyz fails at once, the server goes on serving for --shutdown-delay-duration so that endpoints drain, ends
 // the watches and returns; the informers and the source run until then, so what is served stays fresh.
 func (w *Wired) Run(ctx context.Context) error {
@@ -146,9 +160,17 @@ func (w *Wired) Run(ctx context.Context) error {
 	w.start(background.Done())
 	go returnStartupMemory(background, w.Storage.Latest().Changed())
 	go func() {
+		warmed := make(chan struct{})
+		go func() {
+			defer close(warmed)
+			if w.warm != nil && cache.WaitForCacheSync(background.Done(), w.warm) {
+				w.Loop.Warm(background)
+			}
+		}()
 		if !cache.WaitForCacheSync(background.Done(), w.synced...) {
 			return
 		}
+		<-warmed // cycles never overlap the warm-up: a source collects one cycle at a time
 		klog.InfoS("Informers synced, starting collection")
 		w.Loop.Run(background)
 	}()
