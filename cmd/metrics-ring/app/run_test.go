@@ -15,8 +15,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
@@ -38,6 +40,12 @@ type fixture struct {
 
 // startFixture wires and runs the process with args added to the flags it needs; the test's end stops it.
 func startFixture(t *testing.T, args ...string) *fixture {
+	t.Helper()
+	return startFixtureWith(t, nil, args...)
+}
+
+// startFixtureWith is startFixture with a hook that may add reactors to the fake clientset before it is wired.
+func startFixtureWith(t *testing.T, hook func(*fake.Clientset), args ...string) *fixture {
 	t.Helper()
 	f := &fixture{scrapes: &atomic.Int64{}, done: make(chan error, 1)}
 	kubelet := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -80,6 +88,9 @@ func startFixture(t *testing.T, args ...string) *fixture {
 		},
 	})
 
+	if hook != nil {
+		hook(f.kube)
+	}
 	o, _, err := parse(t, append([]string{"--kubelet-insecure-tls", "--kubelet-use-node-status-port", "--metric-resolution=1s",
 		"--bind-address=127.0.0.1", "--cert-dir=" + t.TempDir()}, args...)...)
 	if err != nil {
@@ -209,5 +220,46 @@ func TestWiring(t *testing.T) {
 	// Anonymous (no front proxy, no SubjectAccessReview) is authenticated but not authorized.
 	if code != http.StatusForbidden {
 		t.Fatalf("anonymous list nodes: %d, want 403", code)
+	}
+}
+
+// TestWarmUpWhilePodsAreListed: once the nodes are known, the kubelets are scraped once (their connections opened)
+// while the pod informer's initial list is still under way, but nothing is published and /readyz keeps failing
+// until the first cycle, which starts once the pods are known.
+func TestWarmUpWhilePodsAreListed(t *testing.T) {
+	release := make(chan struct{})
+	f := startFixtureWith(t, func(c *fake.Clientset) {
+		c.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+			<-release // the pod list is slow: a large cluster's
+			return false, nil, nil
+		})
+	})
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	for i := 0; i < 200 && f.scrapes.Load() == 0; i++ { // bounded: one scrape of one loopback kubelet
+		time.Sleep(25 * time.Millisecond)
+	}
+	if f.scrapes.Load() == 0 {
+		t.Fatal("no kubelet scraped while the pods were being listed: the first cycle would open every connection")
+	}
+	time.Sleep(1500 * time.Millisecond) // more than a resolution: no cycle may start before the pods are known
+	if h := f.w.Storage.Latest().Health(); h.Cycles != 0 {
+		t.Fatalf("%d cycles committed before the pod informer synced", h.Cycles)
+	}
+	if n := f.scrapes.Load(); n != 1 {
+		t.Errorf("%d scrapes before the pods were known, want the one warm-up", n)
+	}
+	if code, _, err := insecureGet("https://" + f.addr + "/readyz"); err != nil || code == http.StatusOK {
+		t.Fatalf("/readyz %d (%v) before the first cycle", code, err)
+	}
+	close(release)
+	body := f.waitReady(t)
+	if !strings.Contains(body, "readyz check passed") {
+		t.Fatalf("/readyz never passed once the pods were listed:\n%s", body)
 	}
 }
