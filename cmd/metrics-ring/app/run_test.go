@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -227,20 +228,17 @@ func TestWiring(t *testing.T) {
 // while the pod informer's initial list is still under way, but nothing is published and /readyz keeps failing
 // until the first cycle, which starts once the pods are known.
 func TestWarmUpWhilePodsAreListed(t *testing.T) {
-	release := make(chan struct{})
+	// The pod list fails until released, as a slow one would not have answered: the informer retries. (A reactor
+	// that blocked would hold the fake clientset's lock, and the node list with it.)
+	var released atomic.Bool
 	f := startFixtureWith(t, func(c *fake.Clientset) {
 		c.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
-			<-release // the pod list is slow: a large cluster's
+			if !released.Load() {
+				return true, nil, errors.New("the pod list is still under way")
+			}
 			return false, nil, nil
 		})
 	})
-	defer func() {
-		select {
-		case <-release:
-		default:
-			close(release)
-		}
-	}()
 	for i := 0; i < 200 && f.scrapes.Load() == 0; i++ { // bounded: one scrape of one loopback kubelet
 		time.Sleep(25 * time.Millisecond)
 	}
@@ -257,7 +255,7 @@ func TestWarmUpWhilePodsAreListed(t *testing.T) {
 	if code, _, err := insecureGet("https://" + f.addr + "/readyz"); err != nil || code == http.StatusOK {
 		t.Fatalf("/readyz %d (%v) before the first cycle", code, err)
 	}
-	close(release)
+	released.Store(true)
 	body := f.waitReady(t)
 	if !strings.Contains(body, "readyz check passed") {
 		t.Fatalf("/readyz never passed once the pods were listed:\n%s", body)
