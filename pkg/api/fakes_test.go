@@ -46,6 +46,17 @@ func (f *fakeMetrics) Latest() storage.Snapshot {
 	return next
 }
 
+// Committed is the current generation (a fake has no interim publications), or a first one.
+func (f *fakeMetrics) Committed() storage.Snapshot {
+	f.mu.Lock()
+	cur := f.cur
+	f.mu.Unlock()
+	if cur == nil {
+		return f.Latest()
+	}
+	return cur
+}
+
 func (f *fakeMetrics) At(gen uint64) (storage.Snapshot, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -14,6 +14,8 @@ import (
 // collection. A list's resourceVersion is that snapshot's generation; pages and resumed watches read a retained one.
 type Snapshots interface {
 	Latest() storage.Snapshot
+	// Committed is the newest snapshot of a whole collection cycle, which a paged list starts from (paginate.go).
+	Committed() storage.Snapshot
 	At(generation uint64) (storage.Snapshot, bool)
 }
 

@@ -18,14 +18,21 @@ import (
 )
 
 // Pagination (limit and continue) reads every page from the snapshot the first page read: the continue token
-// carries its generation, so the values of one paginated list come from one collection. A token whose snapshot is no
-// longer retained (a list paged more slowly than storage.RetainedViews collections) is 410 Gone, as Kubernetes
-// answers an expired continue token; the client lists again from the start.
+// carries its generation, so the values of one paginated list come from one collection. The first page reads the
+// newest committed snapshot (storage's Committed), not the newest: during a long cycle storage also publishes what
+// has landed every second, and those interim snapshots are retained for only storage.RetainedViews publications, a
+// few seconds, where a page-through of 300,000 pods by 500 (kubectl get's default) takes tens; a committed one is
+// retained for RetainedViews cycles. Between cycles, most of the time, the two are the same. A token whose snapshot
+// is no longer retained (a list paged more slowly than that) is 410 Gone, as Kubernetes answers an expired continue
+// token; the client lists again from the start.
 
-// snapshotFor returns the snapshot a list reads (latest, the request's, for a first page) and the key of the last
-// item already returned ("" for a first page).
+// snapshotFor returns the snapshot a list reads (latest, the request's, for a list without limit; the newest
+// committed one for a first page) and the key of the last item already returned ("" for a first page).
 func (s *metricsREST[P]) snapshotFor(latest storage.Snapshot, opts *metainternalversion.ListOptions) (storage.Snapshot, string, error) {
 	if opts == nil || opts.Continue == "" {
+		if opts != nil && opts.Limit > 0 {
+			return s.snaps.Committed(), "", nil
+		}
 		return latest, "", nil
 	}
 	after, gen, err := apistorage.DecodeContinue(opts.Continue, "/")

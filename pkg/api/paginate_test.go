@@ -2,11 +2,15 @@ package api
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
@@ -74,4 +78,73 @@ func join(s []string) string {
 		out += v
 	}
 	return out
+}
+
+// TestPagingOutlastsInterimPublications: during a cycle longer than a second storage publishes what has landed every
+// second, and such a snapshot is retained for only a few publications. A page-through started then reads the
+// newest whole cycle (the committed snapshot), so it completes however many interim publications come meanwhile,
+// with that cycle's values; a list without limit reads the newest publication.
+func TestPagingOutlastsInterimPublications(t *testing.T) {
+	c := newCluster(t)
+	keys := []string{"a/p1", "a/p2", "a/p3", "a/p4"}
+	for _, key := range keys {
+		ns, name := splitKey(key)
+		c.addPod(ns, name)
+	}
+	first := map[string]float64{"a/p1": 1, "a/p2": 1, "a/p3": 1, "a/p4": 1}
+	committed := c.cycle(nil, first)
+	s := c.podStorage()
+
+	// A long cycle: one pod lands, then another, each published before the cycle commits.
+	now := time.Unix(0, c.clock.Add(int64(15*time.Second)))
+	cy := c.store.BeginCycle()
+	publish := func(key string) {
+		ns, name := splitKey(key)
+		cy.Append(&storage.Batch{CPU: storage.CPURate, Window: time.Minute, Containers: []storage.ContainerSample{{
+			Namespace: ns, Pod: name, Container: "app", Sample: storage.Sample{Timestamp: now, CPU: 2, Memory: 1 << 20}}}})
+		c.clock.Add(int64(storage.MinPublishInterval))
+		now = now.Add(storage.MinPublishInterval)
+		cy.Publish()
+	}
+	publish("a/p1")
+	if c.store.Latest().Generation() == committed {
+		t.Fatal("no interim publication")
+	}
+	if cpu := podList(t, mustList(t, s, nil)).Items[0].Containers[0].Usage[corev1.ResourceCPU]; cpu.Value() != 2 {
+		t.Errorf("a list without limit: a/p1 at %s, want the newest publication's 2", cpu.String())
+	}
+
+	var got []string
+	opts := &metainternalversion.ListOptions{Limit: 1}
+	for page := 0; page < len(keys)+1; page++ {
+		list := podList(t, mustList(t, s, opts))
+		if rv := list.ResourceVersion; rv != strconv.FormatUint(committed, 10) {
+			t.Errorf("page %d read collection %s, want the newest committed one, %d", page, rv, committed)
+		}
+		for _, p := range list.Items {
+			cpu := p.Containers[0].Usage[corev1.ResourceCPU]
+			got = append(got, fmt.Sprintf("%s/%s=%s", p.Namespace, p.Name, cpu.String()))
+		}
+		if list.Continue == "" {
+			break
+		}
+		// More interim publications than storage retains come between pages.
+		for range storage.RetainedViews + 1 {
+			publish(keys[page%len(keys)])
+		}
+		opts = &metainternalversion.ListOptions{Limit: 1, Continue: list.Continue}
+	}
+	if want := "a/p1=1 a/p2=1 a/p3=1 a/p4=1"; join(got) != want {
+		t.Errorf("pages gave %v, want %s (the committed cycle's values, all pages)", got, want)
+	}
+	cy.Commit(storage.Outcome{Success: true})
+}
+
+func mustList(t *testing.T, s *PodStorage, opts *metainternalversion.ListOptions) runtime.Object {
+	t.Helper()
+	obj, err := s.List(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj
 }

@@ -86,6 +86,12 @@ func (v *view) Each(node func(name string), pod func(namespace, name string)) {
 // Latest returns the newest snapshot.
 func (s *Storage) Latest() Snapshot { return s.view.Load() }
 
+// Committed returns the newest snapshot a cycle's Commit published. It is retained for RetainedViews commits,
+// however many interim publications come meanwhile (Latest's may go after RetainedViews publications, a few seconds
+// at 10,000 nodes), so a list paged with limit and continue starts from it: its continue tokens then stay valid for
+// RetainedViews cycles.
+func (s *Storage) Committed() Snapshot { return s.committed.Load() }
+
 // At returns the snapshot of a recent generation; ok is false when it is no longer retained (or not yet published).
 func (s *Storage) At(generation uint64) (Snapshot, bool) {
 	for _, v := range *s.recent.Load() {
@@ -105,6 +111,9 @@ func (s *Storage) publish(v *view, committed bool, began int64) {
 	s.dirty.reset()
 	prev := s.view.Swap(v)
 	s.recent.Store(retain(*s.recent.Load(), v))
+	if committed {
+		s.committed.Store(v)
+	}
 	close(prev.changed)
 }
 

@@ -101,6 +101,7 @@ type Storage struct {
 	pubBatches uint64
 	pubAt      int64
 	view       atomic.Pointer[view] // the servable snapshot, replaced at each publication
+	committed  atomic.Pointer[view] // the newest view a Commit published (Committed)
 	dirty      dirty                // what changed since it was built, for an interim build (interim.go)
 	// recent holds the retained views, newest last, so a watch can resume from a recent generation.
 	recent atomic.Pointer[[]*view]
@@ -122,6 +123,7 @@ func New(o Options) *Storage {
 	first := &view{health: s.health, generation: s.epoch, changed: make(chan struct{}), clock: s.clock,
 		staleAfter: o.StaleAfter, committed: true}
 	s.view.Store(first)
+	s.committed.Store(first)
 	s.recent.Store(&[]*view{first})
 	return s
 }
