@@ -17,16 +17,16 @@ import (
 // and give back the buffers a large response grew.
 func (s *Scraper) work(ctx context.Context, w *worker, node *corev1.Node, st *nodeState, add storage.AppendFunc) (err error) {
 	defer func() {
+		// A failed fetch, or a panic, may still hold what it borrowed (a gzip reader is Reset before each use, a
+		// buffer overwritten, so a panic's are fit to lend again).
+		s.release(w)
 		if r := recover(); r != nil {
 			err = logonly.Recovered(r, fmt.Sprintf("node %q: scrape", node.Name))
-			// The worker's and the node's parsing state may be half-written: both start afresh (what it borrowed
-			// goes back first: a gzip reader is Reset before each use, a buffer overwritten).
-			s.client.spare.put(w)
+			// The worker's and the node's parsing state may be half-written: both start afresh.
 			*w = worker{}
 			st.parser = newParser()
 			s.failed(node.Name, st, err)
 		}
-		s.release(w) // a failed fetch, or a panic, may still hold what it borrowed
 		if w.oversized {
 			w.batch, w.oversized = storage.Batch{}, false
 		}

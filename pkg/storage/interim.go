@@ -36,13 +36,14 @@ func (s *Storage) buildInterim(prev *view) *view {
 	if v.nodes == nil {
 		v.nodes = map[string]nodeEntry{}
 	}
+	now := v.clock.now()
 	for _, name := range s.dirty.nodes {
 		sr := s.nodes[name]
 		if sr == nil {
 			delete(v.nodes, name)
 			continue
 		}
-		if e, ok := s.nodeEntry(sr, v.clock.now()); ok {
+		if e, ok := s.nodeEntry(sr, now); ok {
 			v.nodes[name] = e
 		} else {
 			delete(v.nodes, name)
