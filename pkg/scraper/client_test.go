@@ -13,12 +13,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 )
 
@@ -250,5 +252,89 @@ func TestKubeletsAreAskedOverHTTP1(t *testing.T) {
 	}
 	if n := len(store.batches["n"].Containers); n != 60 {
 		t.Errorf("%d containers stored, want 60", n)
+	}
+}
+
+// Each kept-alive kubelet connection holds smaller buffers than net/http's defaults, and requests and responses
+// larger than them still go through whole: a bearer token longer than the write buffer, response headers longer
+// than the read buffer, a gzip body in many chunks, on one connection scrape after scrape. Whether or not the
+// kubelet configuration makes client-go wrap the transport (a CA file it reloads, a token file), the buffer sizes
+// reach the *http.Transport beneath, and the process-wide http.DefaultTransport is never touched.
+func TestSmallConnectionBuffers(t *testing.T) {
+	body := readFixture(t, "metrics-resource-30pods.txt")
+	token := strings.Repeat("t", 3*connWriteBuffer)
+	var gotAuth atomic.Value
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAuth.Store(r.Header.Get("Authorization"))
+		w.Header().Set("X-Padding", strings.Repeat("p", 3*connReadBuffer))
+		w.Header().Set("Content-Encoding", "gzip")
+		zw := gzip.NewWriter(w)
+		for chunk := range slices.Chunk(body, 700) {
+			_, _ = zw.Write(chunk)
+			_ = zw.Flush()
+			w.(http.Flusher).Flush()
+		}
+		_ = zw.Close()
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	defaultWrite, defaultRead := http.DefaultTransport.(*http.Transport).WriteBufferSize,
+		http.DefaultTransport.(*http.Transport).ReadBufferSize
+	for _, o := range []Options{
+		{CAFile: caFile(t, srv), Compression: true, RESTConfig: &rest.Config{BearerToken: token}},
+		{InsecureTLS: true, Compression: true, RESTConfig: &rest.Config{BearerTokenFile: writeFile(t, "token", []byte(token))}},
+	} {
+		conns.Store(0)
+		store := newFakeStore()
+		s := cycle(t, o, store, nodeFor(t, "n", srv))
+		s.collect(t.Context())
+		if len(store.ends) != 2 || !store.ends[1].success {
+			t.Fatalf("cycles: %+v", store.ends)
+		}
+		if n := len(store.batches["n"].Containers); n != 60 {
+			t.Errorf("%d containers stored, want 60", n)
+		}
+		if got := gotAuth.Load(); got != "Bearer "+token {
+			t.Errorf("Authorization header of %d bytes, want the %d-byte token", len(got.(string)), len(token))
+		}
+		if n := conns.Load(); n != 1 {
+			t.Errorf("2 scrapes opened %d connections, want 1", n)
+		}
+		tr := transportOf(t, s.Scraper.client.rt)
+		if tr.WriteBufferSize != connWriteBuffer || tr.ReadBufferSize != connReadBuffer {
+			t.Errorf("kubelet transport buffers %d/%d, want %d/%d", tr.WriteBufferSize, tr.ReadBufferSize,
+				connWriteBuffer, connReadBuffer)
+		}
+	}
+	plain, err := newKubeletClient(&Options{Scheme: "http"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr := transportOf(t, plain.rt); tr == http.DefaultTransport || tr.WriteBufferSize != connWriteBuffer {
+		t.Errorf("plain HTTP uses the default transport or its buffers (%d), want a transport of its own", tr.WriteBufferSize)
+	}
+	if d := http.DefaultTransport.(*http.Transport); d.WriteBufferSize != defaultWrite || d.ReadBufferSize != defaultRead {
+		t.Errorf("http.DefaultTransport's buffers changed to %d/%d", d.WriteBufferSize, d.ReadBufferSize)
+	}
+}
+
+// transportOf returns the *http.Transport beneath rt's client-go wrappers.
+func transportOf(t *testing.T, rt http.RoundTripper) *http.Transport {
+	t.Helper()
+	for {
+		switch v := rt.(type) {
+		case *http.Transport:
+			return v
+		case utilnet.RoundTripperWrapper:
+			rt = v.WrappedRoundTripper()
+		default:
+			t.Fatalf("no *http.Transport beneath %T", rt)
+		}
 	}
 }

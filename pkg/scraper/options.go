@@ -3,6 +3,7 @@ package scraper
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"time"
 
@@ -134,6 +135,24 @@ func (o Options) Validate() []error {
 // restConfig is the client config used for kubelets: the process' config with the kubelet flags applied on top,
 // as metrics-server's KubeletClientOptions.Config does.
 func (o Options) restConfig() *rest.Config {
+	cfg := o.credentials()
+	// A Proxy of its own (the default's very function: HTTPS_PROXY and NO_PROXY are honoured as before) makes
+	// client-go build this transport for us alone, where it would otherwise share a cached one (or, for plain
+	// HTTP, return http.DefaultTransport), so smallConnBuffers may set its buffer sizes before its first request.
+	cfg.Proxy = http.ProxyFromEnvironment
+	wrap := cfg.WrapTransport
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		smallConnBuffers(rt)
+		if wrap != nil {
+			return wrap(rt)
+		}
+		return rt
+	}
+	return cfg
+}
+
+// credentials is the process' config with the kubelet flags applied on top.
+func (o Options) credentials() *rest.Config {
 	cfg := &rest.Config{}
 	if o.RESTConfig != nil {
 		cfg = rest.CopyConfig(o.RESTConfig)

@@ -19,6 +19,9 @@ type ProcStat struct {
 	CPU time.Duration
 	// RSS is VmRSS now; PeakRSS is VmHWM, the high-water mark since start.
 	RSS, PeakRSS uint64
+	// RSSFile is the part of RSS backed by files (RssFile: mostly the executable's pages the process has touched);
+	// RSSAnon is its anonymous memory (RssAnon: heap, stacks, the runtime's own structures).
+	RSSFile, RSSAnon uint64
 }
 
 // Pid is the running process's id, or 0 when it is not running.
@@ -47,7 +50,8 @@ func (cp *ControlPlane) Processes() []*Process {
 	return append([]*Process(nil), cp.procs...)
 }
 
-// ReadProcStat reads pid's utime+stime from /proc/<pid>/stat and VmRSS/VmHWM from /proc/<pid>/status.
+// ReadProcStat reads pid's utime+stime from /proc/<pid>/stat and VmRSS, VmHWM, RssFile and RssAnon from
+// /proc/<pid>/status.
 // Children are not included: every program here is a single process.
 func ReadProcStat(pid int) (ProcStat, error) {
 	var st ProcStat
@@ -80,18 +84,27 @@ func ReadProcStat(pid int) (ProcStat, error) {
 	}
 	for line := range strings.Lines(string(status)) {
 		name, val, ok := strings.Cut(line, ":")
-		if !ok || (name != "VmRSS" && name != "VmHWM") {
+		if !ok {
+			continue
+		}
+		var field *uint64
+		switch name {
+		case "VmRSS":
+			field = &st.RSS
+		case "VmHWM":
+			field = &st.PeakRSS
+		case "RssFile":
+			field = &st.RSSFile
+		case "RssAnon":
+			field = &st.RSSAnon
+		default:
 			continue
 		}
 		kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(val), " kB"), 10, 64)
 		if err != nil {
 			return st, fmt.Errorf("parsing %s of pid %d: %w", name, pid, err)
 		}
-		if name == "VmRSS" {
-			st.RSS = kb << 10
-		} else {
-			st.PeakRSS = kb << 10
-		}
+		*field = kb << 10
 	}
 	return st, nil
 }

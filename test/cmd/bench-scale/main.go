@@ -80,7 +80,7 @@ func main() {
 	flag.StringVar(&o.baseline, "baseline-binary", "", "also run the phases against this metrics-ring binary (e.g. the previous code, built with go build -o PATH ./cmd/metrics-ring) on the same cluster, after this repository's, for ratios")
 	flag.StringVar(&o.metricsServer, "metrics-server", "", "also run the phases against this metrics-server version (e.g. v0.9.0, built once from its module) on the same cluster, for ratios")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "save a CPU profile of metrics-ring to this file: while collecting (one -measure long) after the scale phase, and during the load phase as FILE.load")
-	flag.StringVar(&o.heapProfile, "heapprofile", "", "save a heap profile of metrics-ring to this file after the scale phase")
+	flag.StringVar(&o.heapProfile, "heapprofile", "", "save a heap profile of metrics-ring to this file after the scale phase, and to FILE.window after the collection window (before the API timings)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run folder (logs, certificates) after exit")
 	flag.IntVar(&o.simProcesses, "sim-processes", -1, fmt.Sprintf("processes serving the simulated kubelets (-1: one per %d nodes; 0: inside this process, sharing its CPU and open-file limit with the load clients)", nodesPerSimProcess))
 	flag.IntVar(&o.simPortBase, "sim-port-base", 20000, "with -sim-processes > 0, node i listens on 127.0.0.1:BASE+i (keep the range below the ephemeral ports)")

@@ -90,10 +90,15 @@ func waitComplete(ctx context.Context, b *framework.Backend, hc *http.Client, ba
 // collection is one window of a target collecting: its CPU and memory, and what its self-metrics say of the
 // cycles in the window.
 type collection struct {
-	window                      time.Duration
-	cpuPerMin                   float64
-	rss, peakRSS                uint64
-	heap                        float64
+	window       time.Duration
+	cpuPerMin    float64
+	rss, peakRSS uint64
+	rssFile      uint64
+	heap         float64
+	// heapInuse, heapRetained, stacks and runtimeSys break the anonymous RSS down as the Go runtime sees it:
+	// spans holding objects, freed spans not yet returned to the OS, goroutine stacks, and its own structures.
+	heapInuse, heapRetained     float64
+	stacks, runtimeSys          float64
 	fresh50, fresh99            float64
 	cycles, cycleMean, cycleP99 float64
 	failures, failuresInWindow  float64
@@ -103,6 +108,12 @@ type collection struct {
 // cycleStats fills the self-metric parts of c from two scrapes of /metrics taken around the window.
 func (c *collection) cycleStats(t target, m0, m1 samples) {
 	c.heap = m1.value("go_memstats_heap_alloc_bytes")
+	c.heapInuse = m1.value("go_memstats_heap_inuse_bytes")
+	c.heapRetained = m1.value("go_memstats_heap_idle_bytes") - m1.value("go_memstats_heap_released_bytes")
+	c.stacks = m1.value("go_memstats_stack_inuse_bytes")
+	for _, n := range []string{"mspan_sys", "mcache_sys", "buck_hash_sys", "gc_sys", "other_sys"} {
+		c.runtimeSys += m1.value("go_memstats_" + n + "_bytes")
+	}
 	c.fresh50, c.fresh99 = math.NaN(), math.NaN()
 	if t.freshness != "" {
 		c.fresh50, c.fresh99 = histogramQuantile(m0, m1, t.freshness, 0.5), histogramQuantile(m0, m1, t.freshness, 0.99)
@@ -152,7 +163,7 @@ func measureCollection(ctx context.Context, t target, b *framework.Backend, hc *
 	minutes := time.Since(start).Minutes()
 	c.loadAfter = loadAvg()
 	c.cpuPerMin = (s1.CPU - s0.CPU).Seconds() / minutes
-	c.rss, c.peakRSS = s1.RSS, s1.PeakRSS
+	c.rss, c.peakRSS, c.rssFile = s1.RSS, s1.PeakRSS, s1.RSSFile
 	others := map[string]float64{}
 	for name, pid := range procs {
 		if st, err := framework.ReadProcStat(pid); err == nil {

@@ -172,6 +172,13 @@ func (e *benchEnv) scalePhase(ctx context.Context, t target, b *framework.Backen
 	if r.coll, r.others, err = measureCollection(ctx, t, b, direct, o.measure, procs); err != nil {
 		return err
 	}
+	if t.profiles && o.heapProfile != "" {
+		// What RSS after the window holds; the profile after the API timings also holds the lists they left.
+		fmt.Fprintf(os.Stderr, "%s: saving a heap profile into %s.window...\n", t.name, o.heapProfile)
+		if err := saveProfile(ctx, direct, b.URL()+"/debug/pprof/heap", o.heapProfile+".window"); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(os.Stderr, "%s: timing %d GETs per endpoint, direct and through kube-apiserver...\n", t.name, o.requests)
 	ns := e.sim.Namespaces()[0]
 	paths := []struct{ name, path string }{
