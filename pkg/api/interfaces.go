@@ -25,8 +25,8 @@ type NodeLister interface {
 	Get(name string) (*corev1.Node, error)
 }
 
-// PodLister lists Running pods as metadata (*metav1.PartialObjectMetadata, or anything with an ObjectMeta); the
-// GenericLister of a metadata informer filtered on status.phase=Running implements it.
+// PodLister lists Running pods as metadata (any metav1.Object: *metav1.PartialObjectMetadata, cmd's runningPod); the
+// GenericLister of an informer of Running pods (cmd's) implements it.
 type PodLister interface {
 	List(selector labels.Selector) ([]runtime.Object, error)
 	ByNamespace(namespace string) cache.GenericNamespaceLister

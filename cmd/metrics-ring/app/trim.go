@@ -56,12 +56,8 @@ func (t *podTrimmer) trim(obj any) (any, error) {
 	if !ok { // a cache.DeletedFinalStateUnknown tombstone: its object was trimmed when it was cached
 		return obj, nil
 	}
-	return &runningPod{
-		PartialObjectMetadata: metav1.PartialObjectMetadata{TypeMeta: p.TypeMeta, ObjectMeta: metav1.ObjectMeta{
-			Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
-			Labels: t.intern(p.Labels)}},
-		NodeName: t.node(p.Spec.NodeName),
-	}, nil
+	return &runningPod{namespace: p.Namespace, name: p.Name, resourceVersion: p.ResourceVersion,
+		labels: t.intern(p.Labels), nodeName: t.node(p.Spec.NodeName)}, nil
 }
 
 // node returns the shared copy of a node name.

@@ -50,9 +50,8 @@ func TestTrimKeepsWhatIsReadAndDropsTheRest(t *testing.T) {
 			Env: []corev1.EnvVar{{Name: "BIG", Value: "..."}}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.7",
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true}}}}
-	wantPod := &runningPod{PartialObjectMetadata: metav1.PartialObjectMetadata{TypeMeta: pod.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u2", ResourceVersion: "9", Labels: map[string]string{"app": "web"}}},
-		NodeName: "n1"}
+	wantPod := &runningPod{name: "p", namespace: "ns", resourceVersion: "9", labels: map[string]string{"app": "web"},
+		nodeName: "n1"}
 	trimPod := (&podTrimmer{}).trim
 	if got, err := trimPod(pod); err != nil || !reflect.DeepEqual(got, wantPod) {
 		t.Errorf("trimPod: %v\n got %+v\nwant %+v", err, got, wantPod)
@@ -77,7 +76,7 @@ func TestPodsShareEqualLabels(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lbls := got.(*runningPod).Labels
+		lbls := got.(*runningPod).labels
 		if !maps.Equal(lbls, labels) {
 			t.Fatalf("pod %s: labels %v, want %v", name, lbls, labels)
 		}
