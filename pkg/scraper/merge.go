@@ -18,16 +18,17 @@ const (
 	hasSwap // optional: Windows nodes and older kubelets report none
 )
 
-// container accumulates one container's series of one response. It lives across responses of the same node, so a
-// container that keeps reporting costs no allocation.
+// container is one container a node's responses report, interned across them, so a container that keeps reporting
+// costs no allocation. Its values of a response go straight into that response's batch entry (at): a container
+// kept between responses holds names and bookkeeping only, 64 bytes (with the values it was 112: 29 MB at 10,000
+// nodes).
 type container struct {
 	namespace, pod, name string
-	cpu, memory, start   float64
-	swap                 float64
-	cpuTS                int64
-	has                  uint8
-	epoch                uint64 // the parse that last saw it
+	epoch                uint32 // the parse that last saw it
 	order                int32  // its index in the previous response's order (parser.prev), or -1
+	at                   int32  // its entry in the batch being parsed, when epoch is the parse's
+	has                  uint8
+	badStart             bool // the response's start time was not a valid time
 }
 
 // sample merges one series of a metric the parser reads into the node or its container.
@@ -73,15 +74,19 @@ func (p *parser) sample(s *series, ts int64, stats *parseStats) {
 		return
 	}
 	c.has |= bit
+	e := &p.batch.Containers[c.at].Sample
 	switch bit {
 	case hasCPU:
-		c.cpu, c.cpuTS = v, ts
+		// The CPU timestamp is the sample's time: the rate storage computes divides by it.
+		e.CPU, e.Timestamp = v, time.UnixMilli(ts)
 	case hasMemory:
-		c.memory = v
+		e.Memory = v
 	case hasStart:
-		c.start = v
+		var ok bool
+		e.StartTime, ok = secondsToTime(v)
+		c.badStart = !ok
 	case hasSwap:
-		c.swap = v
+		e.Swap, e.HasSwap = v, true
 	}
 }
 
@@ -126,15 +131,19 @@ func (p *parser) lookup(namespace, pod, name []byte) *container {
 	}
 	p.cursor++
 	if c.epoch != p.epoch {
-		c.epoch, c.has = p.epoch, 0
+		c.epoch, c.has, c.badStart = p.epoch, 0, false
+		c.at = int32(len(p.batch.Containers))
 		p.seen = append(p.seen, c)
+		p.batch.Containers = append(p.batch.Containers, storage.ContainerSample{Namespace: c.namespace, Pod: c.pod,
+			Container: c.name})
 	}
 	return c
 }
 
-// finish writes the merged samples into b and forgets containers this response did not mention.
+// finish writes the node's sample into b, keeps the containers that reported both CPU and memory (in the order
+// they first appeared), and forgets containers this response did not mention.
 func (p *parser) finish(node string, b *storage.Batch, stats *parseStats) {
-	b.Nodes, b.Containers = b.Nodes[:0], b.Containers[:0]
+	b.Nodes = b.Nodes[:0]
 	if p.nodeHas&(hasCPU|hasMemory) == hasCPU|hasMemory {
 		b.Nodes = append(b.Nodes, storage.NodeSample{Node: node, Sample: storage.Sample{
 			Timestamp: time.UnixMilli(p.nodeTS), CPU: p.nodeCPU, Memory: p.nodeMemory,
@@ -143,25 +152,19 @@ func (p *parser) finish(node string, b *storage.Batch, stats *parseStats) {
 	} else {
 		stats.NodeMissing = true
 	}
-	for _, c := range p.seen {
+	kept := b.Containers[:0] // seen[i]'s entry is b.Containers[i]: compacted in place
+	for i, c := range p.seen {
 		if c.has&(hasCPU|hasMemory) != hasCPU|hasMemory {
 			stats.Incomplete++
 			continue
 		}
-		var start time.Time
-		if c.has&hasStart != 0 {
-			var ok bool
-			if start, ok = secondsToTime(c.start); !ok {
-				stats.BadStartTime++
-			}
+		if c.badStart {
+			stats.BadStartTime++
 		}
-		// The CPU timestamp is the sample's time: the rate storage computes divides by it.
-		b.Containers = append(b.Containers, storage.ContainerSample{
-			Namespace: c.namespace, Pod: c.pod, Container: c.name,
-			Sample: storage.Sample{Timestamp: time.UnixMilli(c.cpuTS), StartTime: start, CPU: c.cpu, Memory: c.memory,
-				Swap: c.swap, HasSwap: c.has&hasSwap != 0},
-		})
+		kept = append(kept, b.Containers[i])
 	}
+	b.Containers = kept
+	p.batch = nil
 	if len(p.containers) > len(p.seen) {
 		for k, c := range p.containers {
 			if c.epoch != p.epoch {

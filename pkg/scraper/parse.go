@@ -32,10 +32,11 @@ func (s *parseStats) problems() bool {
 type parser struct {
 	lexer
 	containers map[string]*container // by namespace \x00 pod \x00 container
-	seen       []*container          // this response's containers, in order of appearance
+	seen       []*container          // this response's containers, in order of appearance: batch.Containers[i]'s
 	prev       []*container          // the previous response's, which predicts each metric's order (lookup)
 	key        []byte
-	epoch      uint64
+	epoch      uint32
+	batch      *storage.Batch // the batch being parsed into (parse), nil between responses
 	// cursor is the index in prev of the container the next series of metric most likely belongs to.
 	cursor int
 	metric metric
@@ -57,7 +58,7 @@ const firstErrorBytes = 160
 // over the bytes that allocates nothing per line. Samples without a timestamp take now. body is not changed.
 func (p *parser) parse(body []byte, now time.Time, node string, b *storage.Batch) parseStats {
 	var stats parseStats
-	p.begin()
+	p.begin(b)
 	// A body cut off mid-line would otherwise parse its last line with a truncated value or timestamp. Every line
 	// now ends with a newline, which the lexer relies on.
 	if n := len(body); n > 0 && body[n-1] != '\n' {
@@ -86,11 +87,12 @@ func (p *parser) parse(body []byte, now time.Time, node string, b *storage.Batch
 	return stats
 }
 
-// begin readies the parser for a response.
-func (p *parser) begin() {
+// begin readies the parser for a response, parsed into b.
+func (p *parser) begin(b *storage.Batch) {
 	p.epoch++
 	p.seen = p.seen[:0]
 	p.nodeHas = 0
+	p.batch, b.Containers = b, b.Containers[:0]
 }
 
 // badLine counts the line from start that went wrong at at, and keeps the response's first error.

@@ -102,7 +102,7 @@ func textparseOracle(t testing.TB, body []byte, now time.Time, node string) orac
 		o.stats.Truncated = true
 	}
 	p := newParser()
-	p.begin()
+	p.begin(&o.batch)
 	for n, line := range bytes.SplitAfter(body, []byte{'\n'}) {
 		if len(line) == 0 {
 			continue
