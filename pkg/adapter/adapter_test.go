@@ -138,11 +138,11 @@ func TestPollServesPrometheusNumbers(t *testing.T) {
 	h := newHarness(t, Options{})
 	h.poll(0)
 	p, ok := h.store.Latest().Pod("ns", "p")
-	if !ok || len(p.Containers) != 2 {
+	if !ok || len(p.Containers()) != 2 {
 		t.Fatalf("pod not served after one poll: %+v %v (health %+v)", p, ok, h.store.Latest().Health())
 	}
-	if p.Containers[0].CPU != 123_456_789 || p.Containers[0].Memory != 1<<20 || p.Containers[1].CPU != 0 {
-		t.Errorf("containers = %+v: want nanocore precision, memory exact, an idle sidecar at 0", p.Containers)
+	if p.Containers()[0].CPU != 123_456_789 || p.Containers()[0].Memory != 1<<20 || p.Containers()[1].CPU != 0 {
+		t.Errorf("containers = %+v: want nanocore precision, memory exact, an idle sidecar at 0", p.Containers())
 	}
 	if p.Window != time.Minute {
 		t.Errorf("window = %s, want the default query's range 1m", p.Window)
@@ -250,7 +250,7 @@ func TestWarningsNaNDuplicatesAndPartialVectors(t *testing.T) {
 	h.prom.results["container_memory_working_set_bytes"] = []series{
 		ctrSeries("ns", "p", "app", "1048576"), ctrSeries("ns", "nan", "app", "4096")}
 	h.poll(0)
-	if p, ok := h.store.Latest().Pod("ns", "p"); !ok || p.Containers[0].CPU != 500_000_000 {
+	if p, ok := h.store.Latest().Pod("ns", "p"); !ok || p.Containers()[0].CPU != 500_000_000 {
 		t.Errorf("duplicate series: got %+v %v, want the larger value 0.5 cores", p, ok)
 	}
 	for _, pod := range []string{"nan", "cpu-only", "no-namespace"} {

@@ -88,13 +88,13 @@ func TestSwap(t *testing.T) {
 				t.Fatal("node not served")
 			}
 			p, ok := h.store.Latest().Pod("ns", "p")
-			if !ok || len(p.Containers) != 2 {
+			if !ok || len(p.Containers()) != 2 {
 				t.Fatalf("pod not served: %+v", p)
 			}
-			if n.CPU != 1_500_000_000 || p.Containers[0].CPU != 123_456_789 {
-				t.Errorf("cpu of node %d, app %d: swap must not change cpu and memory", n.CPU, p.Containers[0].CPU)
+			if n.CPU != 1_500_000_000 || p.Containers()[0].CPU != 123_456_789 {
+				t.Errorf("cpu of node %d, app %d: swap must not change cpu and memory", n.CPU, p.Containers()[0].CPU)
 			}
-			got := []string{swapOf(n.Swap()), swapOf(p.Containers[0].Swap()), swapOf(p.Containers[1].Swap())}
+			got := []string{swapOf(n.Swap()), swapOf(p.Containers()[0].Swap()), swapOf(p.Containers()[1].Swap())}
 			if want := []string{tc.node, tc.app, tc.sidecar}; got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
 				t.Errorf("swap of node, app, sidecar = %v, want %v", got, want)
 			}

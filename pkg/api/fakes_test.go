@@ -110,7 +110,11 @@ func nodePoint(cpuNano, mem uint64) storage.NodePoint {
 }
 
 func podPoint(containers ...storage.ContainerPoint) storage.PodPoint {
-	return storage.PodPoint{Timestamp: sampleTime, Window: 15 * time.Second, Containers: containers}
+	p := storage.PodPoint{Timestamp: sampleTime, Window: 15 * time.Second}
+	for _, c := range containers {
+		p.Names, p.Usages = append(p.Names, c.Name), append(p.Usages, c.Usage)
+	}
+	return p
 }
 
 func node(name string, lbls map[string]string) *corev1.Node {

@@ -81,7 +81,8 @@ func (podKind) point(snap storage.Snapshot, namespace, name string) (storage.Pod
 }
 
 func (podKind) same(a, b *storage.PodPoint) bool {
-	return a.Timestamp.Equal(b.Timestamp) && a.Window == b.Window && slices.Equal(a.Containers, b.Containers)
+	return a.Timestamp.Equal(b.Timestamp) && a.Window == b.Window && slices.Equal(a.Usages, b.Usages) &&
+		slices.Equal(a.Names, b.Names)
 }
 
 func (podKind) item(e *entry[storage.PodPoint], rv string, created metav1.Time) runtime.Object {
@@ -90,9 +91,9 @@ func (podKind) item(e *entry[storage.PodPoint], rv string, created metav1.Time) 
 }
 
 func podMetrics(e *entry[storage.PodPoint], rv string, created metav1.Time) metrics.PodMetrics {
-	containers := make([]metrics.ContainerMetrics, len(e.point.Containers))
-	for i, c := range e.point.Containers {
-		containers[i] = metrics.ContainerMetrics{Name: c.Name, Usage: resourceList(c.Usage)}
+	containers := make([]metrics.ContainerMetrics, len(e.point.Names))
+	for i, name := range e.point.Names {
+		containers[i] = metrics.ContainerMetrics{Name: name, Usage: resourceList(e.point.Usages[i])}
 	}
 	return metrics.PodMetrics{
 		ObjectMeta: metav1.ObjectMeta{

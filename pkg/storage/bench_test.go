@@ -83,7 +83,7 @@ func TestConcurrentStoreAndRead(t *testing.T) {
 	close(stop)
 	readers.Wait()
 	p, ok := s.Latest().Pod("ns-1", "pod-1-1")
-	if !ok || len(p.Containers) != 2 || p.Containers[0].CPU != 666_667 {
+	if !ok || len(p.Containers()) != 2 || p.Containers()[0].CPU != 666_667 {
 		t.Fatalf("after concurrent cycles: %+v %v (want 2 containers at 0.01/15 s)", p, ok)
 	}
 }

@@ -84,8 +84,8 @@ func TestWhoseSamplesCount(t *testing.T) {
 			if ok != tc.wantOK {
 				t.Fatalf("servable = %v, want %v (%+v)", ok, tc.wantOK, got)
 			}
-			if ok && (len(got.Containers) != 1 || got.Containers[0].CPU != tc.wantCPU || got.Containers[0].Memory != tc.wantMem) {
-				t.Errorf("served %+v, want cpu=%d memory=%d", got.Containers, tc.wantCPU, tc.wantMem)
+			if ok && (len(got.Containers()) != 1 || got.Containers()[0].CPU != tc.wantCPU || got.Containers()[0].Memory != tc.wantMem) {
+				t.Errorf("served %+v, want cpu=%d memory=%d", got.Containers(), tc.wantCPU, tc.wantMem)
 			}
 		})
 	}

@@ -1,6 +1,9 @@
 package storage
 
-import "maps"
+import (
+	"maps"
+	"slices"
+)
 
 // An interim publication (Cycle.Publish) changes only what landed since the previous publication: about a fifth of
 // the nodes when a 5 s cycle publishes every second. Building the whole snapshot each time read every series' ring,
@@ -14,14 +17,15 @@ type dirty struct {
 	pods  []int32  // slots of pods reported, bound, rebound or dropped
 	nodes []string // nodes reported or deleted
 	// scratch holds one pod's points while an interim build computes them.
-	scratch []ContainerPoint
+	scratch runs
 }
 
 func (d *dirty) reset() {
 	d.pods = d.pods[:0]
 	clear(d.nodes) // the names are the batches' strings: do not keep them alive
 	d.nodes = d.nodes[:0]
-	clear(d.scratch)
+	clear(d.scratch.names)
+	d.scratch.truncate(0)
 }
 
 // buildInterim returns the view to publish during a cycle: the published view prev with what changed since it
@@ -50,9 +54,17 @@ func (s *Storage) buildInterim(prev *view) *view {
 		}
 	}
 	copy(v.pods, prev.pods)
-	// The runs of pods whose container count changed move to the end; the rest are rewritten in place.
-	v.containers = make([]ContainerPoint, len(prev.containers))
-	copy(v.containers, prev.containers)
+	// The runs of pods whose container count changed move to the end; the rest are rewritten in place. The names
+	// stay prev's, shared, until a pod's differ: then the view copies them before it writes (own).
+	v.usages = slices.Clone(prev.usages)
+	v.names = prev.names
+	owned := false
+	own := func() {
+		if !owned {
+			v.names, owned = slices.Clone(v.names), true
+		}
+	}
+	sc := &s.dirty.scratch
 	for _, slot := range s.dirty.pods {
 		if int(slot) >= len(s.slots.pods) {
 			continue
@@ -63,8 +75,8 @@ func (s *Storage) buildInterim(prev *view) *view {
 			continue
 		}
 		// Built aside, then written over the pod's run when it has as many containers, else appended.
-		s.dirty.scratch = s.dirty.scratch[:0]
-		e, ok := s.appendPod(p, &s.dirty.scratch)
+		sc.truncate(0)
+		e, ok := s.appendPod(p, sc)
 		if !ok {
 			v.pods[slot] = podEntry{}
 			continue
@@ -72,10 +84,15 @@ func (s *Storage) buildInterim(prev *view) *view {
 		if old := v.pods[slot]; old.n == e.n && old.n > 0 {
 			e.from = old.from
 		} else {
-			e.from = uint32(len(v.containers))
-			v.containers = append(v.containers, s.dirty.scratch...)
+			own()
+			e.from = uint32(len(v.usages))
+			v.usages, v.names = append(v.usages, sc.usages...), append(v.names, sc.names...)
 		}
-		copy(v.containers[e.from:e.from+e.n], s.dirty.scratch)
+		copy(v.usages[e.from:e.from+e.n], sc.usages)
+		if names := v.names[e.from : e.from+e.n]; !slices.Equal(names, sc.names) {
+			own()
+			copy(v.names[e.from:e.from+e.n], sc.names)
+		}
 		v.pods[slot] = e
 	}
 	return v

@@ -65,8 +65,8 @@ func TestSnapshotsKeepTheirPodsAsPodsComeAndGo(t *testing.T) {
 			var n int
 			fmt.Sscanf(name, "ns/p%d", &n)
 			p, ok := s.Pod("ns", name[len("ns/"):])
-			if !ok || len(p.Containers) != 2 || p.Containers[0].Name != "app" || p.Containers[1].Name != "sidecar" ||
-				p.Containers[0].CPU != uint64(n+1)*1e9 {
+			if !ok || len(p.Containers()) != 2 || p.Containers()[0].Name != "app" || p.Containers()[1].Name != "sidecar" ||
+				p.Containers()[0].CPU != uint64(n+1)*1e9 {
 				t.Fatalf("%s: pod %s = %+v, %v; want app and sidecar at %d cores", what, name, p, ok, n+1)
 			}
 		}

@@ -19,7 +19,7 @@ const RetainedViews = 4
 // staleness and the 503 are judged at read time.
 type Snapshot interface {
 	Node(name string) (NodePoint, bool)
-	// Pod returns the pod's point; its Containers slice is shared: callers must not modify it.
+	// Pod returns the pod's point; its Names and Usages are the snapshot's: callers must not modify them.
 	Pod(namespace, name string) (PodPoint, bool)
 	// Generation grows by one with each publication, from a start that grows across restarts: the
 	// resourceVersion.
@@ -55,7 +55,8 @@ func (v *view) Pod(namespace, name string) (PodPoint, bool) {
 		return PodPoint{}, false
 	}
 	end := e.from + e.n
-	return PodPoint{Timestamp: time.Unix(0, e.ts), Window: e.window, Containers: v.containers[e.from:end:end]}, true
+	return PodPoint{Timestamp: time.Unix(0, e.ts), Window: e.window, Names: v.names[e.from:end:end],
+		Usages: v.usages[e.from:end:end]}, true
 }
 
 // Generation implements Snapshot.

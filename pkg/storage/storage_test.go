@@ -202,12 +202,12 @@ func TestContainerLifecycle(t *testing.T) {
 			if ok != tc.wantOK {
 				t.Fatalf("servable = %v, want %v (%+v)", ok, tc.wantOK, got)
 			}
-			if len(got.Containers) != len(tc.wantCPU) {
-				t.Fatalf("containers = %+v, want %v", got.Containers, tc.wantCPU)
+			if len(got.Containers()) != len(tc.wantCPU) {
+				t.Fatalf("containers = %+v, want %v", got.Containers(), tc.wantCPU)
 			}
-			for i, c := range got.Containers {
-				if i > 0 && got.Containers[i-1].Name >= c.Name {
-					t.Errorf("containers not sorted: %+v", got.Containers)
+			for i, c := range got.Containers() {
+				if i > 0 && got.Containers()[i-1].Name >= c.Name {
+					t.Errorf("containers not sorted: %+v", got.Containers())
 				}
 				if want, ok := tc.wantCPU[c.Name]; !ok || c.CPU != want {
 					t.Errorf("container %s cpu = %d, want %d", c.Name, c.CPU, want)
@@ -253,10 +253,10 @@ func TestRateSamples(t *testing.T) {
 		ctr("p", "idle", 0, 0, 0, 4096), ctr("p", "busy", 0, 0, 0.123456789, 1e6)}})
 	f.endCycle(Outcome{Success: true})
 	got, ok := f.Pod("ns", "p")
-	if !ok || len(got.Containers) != 2 {
+	if !ok || len(got.Containers()) != 2 {
 		t.Fatalf("rate pod not served after one sample: %+v %v", got, ok)
 	}
-	if got.Window != 5*time.Minute || got.Containers[0].CPU != 123_456_789 || got.Containers[1].CPU != 0 {
+	if got.Window != 5*time.Minute || got.Containers()[0].CPU != 123_456_789 || got.Containers()[1].CPU != 0 {
 		t.Errorf("got %+v, want window 5m, busy 123456789 nanocores, idle 0", got)
 	}
 }

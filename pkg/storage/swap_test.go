@@ -67,10 +67,10 @@ func TestSwap(t *testing.T) {
 				t.Errorf("rejection = %+v: the example should show the swap value and Total count it", rej)
 			}
 			p, ok := f.Pod("ns", "p")
-			if !ok || len(p.Containers) != 1 {
+			if !ok || len(p.Containers()) != 1 {
 				t.Fatalf("pod not served (an invalid swap must not lose CPU and memory): %+v %v", p, ok)
 			}
-			u := p.Containers[0].Usage
+			u := p.Containers()[0].Usage
 			if u.CPU != 66_666_667 || u.Memory != 1e6 {
 				t.Errorf("cpu, memory = %d, %d, want 66666667, 1000000", u.CPU, u.Memory)
 			}

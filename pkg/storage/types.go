@@ -146,11 +146,24 @@ type ContainerPoint struct {
 	Usage
 }
 
-// PodPoint is the servable metrics of one pod: every container that reported at the pod's newest sample.
+// PodPoint is the servable metrics of one pod: every container that reported at the pod's newest sample, sorted by
+// name; Usages[i] is the container Names[i]'s. They are two slices, not one of ContainerPoint, so that a snapshot
+// keeps its usages in memory without pointers and shares one set of names with the snapshots before it
+// (view.go). Both are the snapshot's: callers must not modify them.
 type PodPoint struct {
-	Timestamp  time.Time
-	Window     time.Duration
-	Containers []ContainerPoint // sorted by name
+	Timestamp time.Time
+	Window    time.Duration
+	Names     []string
+	Usages    []Usage
+}
+
+// Containers returns the pod's containers as ContainerPoint values, in a new slice.
+func (p PodPoint) Containers() []ContainerPoint {
+	cs := make([]ContainerPoint, len(p.Names))
+	for i, name := range p.Names {
+		cs[i] = ContainerPoint{Name: name, Usage: p.Usages[i]}
+	}
+	return cs
 }
 
 // Health is the source's collection health, for /readyz and the 503 of DESIGN.md section 3.

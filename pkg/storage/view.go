@@ -11,10 +11,12 @@ import (
 // atomic pointer read; staleness is checked at read time, because time passes between cycles.
 type view struct {
 	nodes map[string]nodeEntry
-	// index maps a pod to its entry in pods; containers holds every servable pod's containers, each pod's a run.
-	index      map[podKey]int32
-	pods       []podEntry
-	containers []ContainerPoint
+	// index maps a pod to its entry in pods. Every servable pod's containers are a run of names and of usages
+	// (runs). usages has no pointers, so the garbage collector does not scan it; names is the previous view's when
+	// equal (sharedNames), so that retained views keep one copy of the names between them.
+	index map[podKey]int32
+	pods  []podEntry
+	runs
 	health     Health
 	layout     uint64 // slots.layout when built: an interim build reuses the entries of a view of the same layout
 	generation uint64
@@ -42,7 +44,7 @@ type nodeEntry struct {
 }
 
 // podEntry is a pod's servable point, without pointers: times are Unix nanoseconds (staleAt on the clock's mono) and
-// the containers are containers[from:from+n] of its view. n is 0 when the pod is not servable.
+// the containers are names[from:from+n] and usages[from:from+n] of its view. n is 0 when the pod is not servable.
 type podEntry struct {
 	ts, staleAt int64
 	window      time.Duration
@@ -92,8 +94,23 @@ func (p *pod) newestSeen() int64 {
 	return seen
 }
 
-// buildView computes every servable point; publish sets its generation. Called with s.mu held. A cycle allocates a constant number of objects,
-// not one per pod: the entries and all pods' containers are two slices.
+// runs holds the containers of a view's pods, each pod's a run: names[i] and usages[i] are one container's.
+type runs struct {
+	names  []string
+	usages []Usage
+}
+
+func (r *runs) len() int { return len(r.usages) }
+
+func (r *runs) truncate(n int) { r.names, r.usages = r.names[:n], r.usages[:n] }
+
+func (r *runs) add(name string, u Usage) {
+	r.names, r.usages = append(r.names, name), append(r.usages, u)
+}
+
+// buildView computes every servable point; publish sets its generation. Called with s.mu held. A build allocates a
+// constant number of objects, not one per pod: the entries and the usages are two slices, and the names are built
+// in storage's scratch and kept only when they differ from the published view's.
 func (s *Storage) buildView() *view {
 	v := s.newView(s.slots.indexOf(s.pods))
 	now := v.clock.now()
@@ -107,16 +124,28 @@ func (s *Storage) buildView() *view {
 	for _, p := range s.pods {
 		total += len(p.containers)
 	}
-	v.containers = make([]ContainerPoint, 0, total)
+	r := runs{names: s.names[:0], usages: make([]Usage, 0, total)}
 	for slot, p := range s.slots.pods {
 		if p == nil {
 			continue
 		}
-		if e, ok := s.appendPod(p, &v.containers); ok {
+		if e, ok := s.appendPod(p, &r); ok {
 			v.pods[slot] = e
 		}
 	}
+	v.usages, v.names = r.usages, s.sharedNames(r.names)
+	s.names = r.names
 	return v
+}
+
+// sharedNames returns the names a new view keeps, built is storage's scratch: the published view's own when they
+// are equal (the same containers of the same pods in the same slots, which in a steady cluster is every build),
+// else a copy of exactly their length, which a later view may share in turn (and never appends to: interim.go).
+func (s *Storage) sharedNames(built []string) []string {
+	if prev := s.view.Load(); slices.Equal(prev.names, built) {
+		return prev.names
+	}
+	return slices.Clip(slices.Clone(built))
 }
 
 // newView returns a view of the current health, pods numbered as index says, with no entries yet.
@@ -143,11 +172,11 @@ func (s *Storage) nodeEntry(sr *series, now time.Time) (nodeEntry, bool) {
 	return nodeEntry{NodePoint{time.Unix(0, ts), win, u}, sr.seen + int64(s.opts.StaleAfter)}, true
 }
 
-// appendPod appends the pod's containers' points to *containers and returns its entry, when every container is
-// servable (or the pod is not: then *containers is as it was).
-func (s *Storage) appendPod(p *pod, containers *[]ContainerPoint) (podEntry, bool) {
+// appendPod appends the pod's containers' points to r and returns its entry, when every container is servable (or
+// the pod is not: then r is as it was).
+func (s *Storage) appendPod(p *pod, r *runs) (podEntry, bool) {
 	w, res, stale := s.opts.Window, s.opts.Resolution, s.opts.StaleAfter
-	from := len(*containers)
+	from := r.len()
 	e := podEntry{from: uint32(from)}
 	if len(p.containers) == 0 {
 		return podEntry{}, false
@@ -155,16 +184,16 @@ func (s *Storage) appendPod(p *pod, containers *[]ContainerPoint) (podEntry, boo
 	for _, c := range p.containers { // sorted by name, as served
 		u, ts, win, ok := c.usage(w, res, stale)
 		if !ok {
-			*containers = (*containers)[:from] // every container must be servable, or the pod is not
+			r.truncate(from) // every container must be servable, or the pod is not
 			return podEntry{}, false
 		}
-		*containers = append(*containers, ContainerPoint{Name: c.name, Usage: u})
+		r.add(c.name, u)
 		if ts > e.ts {
 			e.ts, e.window = ts, win
 		}
 		e.staleAt = max(e.staleAt, c.seen+int64(stale))
 	}
-	e.n = uint32(len(*containers) - from)
+	e.n = uint32(r.len() - from)
 	return e, true
 }
 
