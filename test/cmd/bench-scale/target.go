@@ -98,6 +98,9 @@ type targetResult struct {
 func (e *benchEnv) runTarget(ctx context.Context, t target) (*targetResult, error) {
 	o := e.opts
 	r := &targetResult{name: t.name}
+	if err := evictFromPageCache(t.binary); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v (its file-backed RSS may not compare)\n", t.name, err)
+	}
 	start := time.Now()
 	b, err := e.api.StartBackend(ctx, framework.BackendConfig{
 		Service: t.service, IP: t.ip, Resolution: o.resolution, Binary: t.binary,
