@@ -47,6 +47,7 @@ type options struct {
 	readersRSSLimit                  uint64
 	metricsServer, baseline          string
 	cpuProfile, heapProfile          string
+	cpuProfileWindow                 bool
 	keep                             bool
 	simProcesses, simPortBase        int
 	simShard                         int    // >= 0 in a simulator child process only
@@ -80,6 +81,7 @@ func main() {
 	flag.StringVar(&o.baseline, "baseline-binary", "", "also run the phases against this metrics-ring binary (e.g. the previous code, built with go build -o PATH ./cmd/metrics-ring) on the same cluster, after this repository's, for ratios")
 	flag.StringVar(&o.metricsServer, "metrics-server", "", "also run the phases against this metrics-server version (e.g. v0.9.0, built once from its module) on the same cluster, for ratios")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "save a CPU profile of metrics-ring to this file: while collecting (one -measure long) after the scale phase, and during the load phase as FILE.load")
+	flag.BoolVar(&o.cpuProfileWindow, "cpuprofile-window", false, "with -cpuprofile, also profile metrics-ring during the collection window itself, into FILE.window (the profiler's own cost then counts in the window's CPU)")
 	flag.StringVar(&o.heapProfile, "heapprofile", "", "save a heap profile of metrics-ring to this file after the scale phase, and to FILE.window after the collection window (before the API timings)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run folder (logs, certificates) after exit")
 	flag.IntVar(&o.simProcesses, "sim-processes", -1, fmt.Sprintf("processes serving the simulated kubelets (-1: one per %d nodes; 0: inside this process, sharing its CPU and open-file limit with the load clients)", nodesPerSimProcess))

@@ -171,9 +171,22 @@ func (e *benchEnv) scalePhase(ctx context.Context, t target, b *framework.Backen
 			procs[p.Name] = pid
 		}
 	}
+	var windowProfile chan error
+	if t.profiles && o.cpuProfile != "" && o.cpuProfileWindow {
+		secs := max(1, min(100, int(o.measure.Seconds())))
+		url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", b.URL(), secs)
+		fmt.Fprintf(os.Stderr, "%s: CPU profile of the window into %s.window...\n", t.name, o.cpuProfile)
+		windowProfile = make(chan error, 1)
+		go func() { windowProfile <- saveProfile(ctx, direct, url, o.cpuProfile+".window") }()
+	}
 	var err error
 	if r.coll, r.others, err = measureCollection(ctx, t, b, direct, o.measure, procs); err != nil {
 		return err
+	}
+	if windowProfile != nil {
+		if err := <-windowProfile; err != nil {
+			return err
+		}
 	}
 	if t.profiles && o.heapProfile != "" {
 		// What RSS after the window holds; the profile after the API timings also holds the lists they left.
