@@ -33,7 +33,7 @@ import (
 type options struct {
 	cache, dir                       string
 	nodes, pods, containers, nsCount int
-	resolution, measure              time.Duration
+	resolution, measure, settleMax   time.Duration
 	requests                         int
 	scale                            bool
 	load                             bool
@@ -64,6 +64,7 @@ func main() {
 	flag.IntVar(&o.nsCount, "namespaces", 10, "namespaces the pods are spread over")
 	flag.DurationVar(&o.resolution, "resolution", 15*time.Second, "--metric-resolution of the servers under test")
 	flag.BoolVar(&o.scale, "scale", true, "run the scale phase: collection CPU, memory, latency and bytes of each list, freshness")
+	flag.DurationVar(&o.settleMax, "settle-max", 3*time.Minute, "before each server starts, wait up to this long for the control plane and the simulator to use less than 0.3 cores together (0: do not wait)")
 	flag.DurationVar(&o.measure, "measure", 60*time.Second, "window over which collection CPU is measured (no API load)")
 	flag.IntVar(&o.requests, "requests", 50, "sequential GETs per measured endpoint and path (each path also stops after 5 minutes)")
 	flag.BoolVar(&o.load, "load", false, "run the load phase: -load-clients clients list every pod for -load-duration")
@@ -231,6 +232,7 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	env := &benchEnv{opts: o, cp: cp, api: api, sim: sim, simCA: simCA, simPids: simPids}
 	for _, t := range targets {
+		waitQuiet(ctx, os.Stderr, env.others(nil), o.settleMax)
 		tr, err := env.runTarget(ctx, t)
 		if err != nil {
 			// What the earlier targets measured is still worth printing.

@@ -93,6 +93,17 @@ type targetResult struct {
 	readers                      *readersResult
 }
 
+// others names the pids of the control plane's processes but except, and of the simulator's.
+func (e *benchEnv) others(except *framework.Process) map[string]int {
+	procs := maps.Clone(e.simPids)
+	for _, p := range e.cp.Processes() {
+		if pid := p.Pid(); pid != 0 && p != except {
+			procs[p.Name] = pid
+		}
+	}
+	return procs
+}
+
 // runTarget starts t behind the APIService, waits for its first complete answer, runs the phases and stops it,
 // so the next target has the machine to itself.
 func (e *benchEnv) runTarget(ctx context.Context, t target) (*targetResult, error) {
@@ -165,12 +176,7 @@ func (e *benchEnv) runTarget(ctx context.Context, t target) (*targetResult, erro
 func (e *benchEnv) scalePhase(ctx context.Context, t target, b *framework.Backend, direct, agg *http.Client, r *targetResult) error {
 	o := e.opts
 	fmt.Fprintf(os.Stderr, "%s: measuring collection for %s with no API load...\n", t.name, o.measure)
-	procs := maps.Clone(e.simPids)
-	for _, p := range e.cp.Processes() {
-		if pid := p.Pid(); pid != 0 && p != b.Proc {
-			procs[p.Name] = pid
-		}
-	}
+	procs := e.others(b.Proc)
 	var windowProfile chan error
 	if t.profiles && o.cpuProfile != "" && o.cpuProfileWindow {
 		secs := max(1, min(100, int(o.measure.Seconds())))
