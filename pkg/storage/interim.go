@@ -83,15 +83,15 @@ func (s *Storage) buildInterim(prev *view) *view {
 		}
 		if old := v.pods[slot]; old.n == e.n && old.n > 0 {
 			e.from = old.from
+			copy(v.usages[e.from:e.from+e.n], sc.usages)
+			if !slices.Equal(v.names[e.from:e.from+e.n], sc.names) {
+				own()
+				copy(v.names[e.from:e.from+e.n], sc.names)
+			}
 		} else {
 			own()
 			e.from = uint32(len(v.usages))
 			v.usages, v.names = append(v.usages, sc.usages...), append(v.names, sc.names...)
-		}
-		copy(v.usages[e.from:e.from+e.n], sc.usages)
-		if names := v.names[e.from : e.from+e.n]; !slices.Equal(names, sc.names) {
-			own()
-			copy(v.names[e.from:e.from+e.n], sc.names)
 		}
 		v.pods[slot] = e
 	}
