@@ -82,9 +82,8 @@ func runLoad(ctx context.Context, o options, t target, b *framework.Backend, dir
 	rss := sampleRSS(lctx, b, nil)
 	var profErr error
 	if t.profiles && o.cpuProfile != "" {
-		secs := max(1, min(100, int(o.loadDuration.Seconds())))
+		url, _ := cpuProfileURL(b.URL(), o.loadDuration)
 		bg.Go(func() {
-			url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", b.URL(), secs)
 			profErr = saveProfile(lctx, direct, url, o.cpuProfile+".load")
 		})
 	}

@@ -236,6 +236,13 @@ func servedAge(ctx context.Context, hc *http.Client, base string) ([2]time.Durat
 	return [2]time.Duration{nearestRank(ages, 0.5), nearestRank(ages, 1)}, nil
 }
 
+// cpuProfileURL is the address of a CPU profile of the server at base over d, in whole seconds from 1 to 100 (so
+// that saveProfile stays within the client's timeout), and the seconds it asks for.
+func cpuProfileURL(base string, d time.Duration) (string, int) {
+	secs := max(1, min(100, int(d.Seconds())))
+	return fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, secs), secs
+}
+
 // saveProfile saves a pprof profile (url is the full /debug/pprof/... address; a CPU profile blocks for its
 // seconds, at most 100 to stay within the client's timeout) into file.
 func saveProfile(ctx context.Context, hc *http.Client, url, file string) error {

@@ -25,16 +25,14 @@ func waitQuiet(ctx context.Context, out io.Writer, procs map[string]int, limit t
 	if limit <= 0 {
 		return
 	}
-	cpu := func() (time.Duration, error) {
+	cpu := func() time.Duration {
 		var total time.Duration
 		for _, pid := range procs {
-			st, err := framework.ReadProcStat(pid)
-			if err != nil {
-				continue // a process that is gone uses nothing
+			if st, err := framework.ReadProcStat(pid); err == nil { // a process that is gone uses nothing
+				total += st.CPU
 			}
-			total += st.CPU
 		}
-		return total, nil
+		return total
 	}
 	tick := time.NewTicker(quietEvery)
 	defer tick.Stop()
@@ -48,25 +46,17 @@ func waitQuiet(ctx context.Context, out io.Writer, procs map[string]int, limit t
 
 // untilQuiet reads the processes' total CPU time at each tick and returns once it grew by less than quietCores
 // per second of wall time since the previous tick, or when limit has passed (quiet false), or ctx ended.
-func untilQuiet(ctx context.Context, cpu func() (time.Duration, error), ticks <-chan time.Time, now func() time.Time,
+func untilQuiet(ctx context.Context, cpu func() time.Duration, ticks <-chan time.Time, now func() time.Time,
 	limit time.Duration) (waited time.Duration, cores float64, quiet bool) {
 	start := now()
-	prevCPU, err := cpu()
-	if err != nil {
-		return 0, 0, false
-	}
-	prevAt := start
+	prevCPU, prevAt := cpu(), start
 	for {
 		select {
 		case <-ctx.Done():
 			return now().Sub(start), cores, false
 		case <-ticks:
 		}
-		c, err := cpu()
-		if err != nil {
-			return now().Sub(start), cores, false
-		}
-		at := now()
+		c, at := cpu(), now()
 		if d := at.Sub(prevAt); d > 0 {
 			cores = (c - prevCPU).Seconds() / d.Seconds()
 		}

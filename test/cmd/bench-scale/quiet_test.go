@@ -23,12 +23,12 @@ func TestUntilQuiet(t *testing.T) {
 			// The k-th read of the CPU time (after the first) is the k-th tick's: the clock moves on with it.
 			reads := 0
 			var used time.Duration
-			cpu := func() (time.Duration, error) {
+			cpu := func() time.Duration {
 				if reads > 0 {
 					used += time.Duration(tc.cores[reads-1] * float64(quietEvery))
 				}
 				reads++
-				return used, nil
+				return used
 			}
 			now := func() time.Time { return time.Unix(0, 0).Add(time.Duration(max(0, reads-1)) * quietEvery) }
 			ticks := make(chan time.Time, len(tc.cores))

@@ -179,8 +179,7 @@ func (e *benchEnv) scalePhase(ctx context.Context, t target, b *framework.Backen
 	procs := e.others(b.Proc)
 	var windowProfile chan error
 	if t.profiles && o.cpuProfile != "" && o.cpuProfileWindow {
-		secs := max(1, min(100, int(o.measure.Seconds())))
-		url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", b.URL(), secs)
+		url, _ := cpuProfileURL(b.URL(), o.measure)
 		fmt.Fprintf(os.Stderr, "%s: CPU profile of the window into %s.window...\n", t.name, o.cpuProfile)
 		windowProfile = make(chan error, 1)
 		go func() { windowProfile <- saveProfile(ctx, direct, url, o.cpuProfile+".window") }()
@@ -237,9 +236,8 @@ func (e *benchEnv) scalePhase(ctx context.Context, t target, b *framework.Backen
 		}
 	}
 	if o.cpuProfile != "" {
-		secs := max(1, min(100, int(o.measure.Seconds())))
+		url, secs := cpuProfileURL(b.URL(), o.measure)
 		fmt.Fprintf(os.Stderr, "%s: CPU profile of collection for %d s into %s...\n", t.name, secs, o.cpuProfile)
-		url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", b.URL(), secs)
 		if err := saveProfile(ctx, direct, url, o.cpuProfile); err != nil {
 			return err
 		}
