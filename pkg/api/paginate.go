@@ -21,8 +21,8 @@ import (
 // carries its generation, so the values of one paginated list come from one collection. The first page reads the
 // newest committed snapshot (storage's Committed), not the newest: during a long cycle storage also publishes what
 // has landed every second, and those interim snapshots are retained for only storage.RetainedViews publications, a
-// few seconds, where a page-through of 300,000 pods by 500 (kubectl get's default) takes tens; a committed one is
-// retained for RetainedViews cycles. Between cycles, most of the time, the two are the same. A token whose snapshot
+// few seconds, where a page-through of 300,000 pods by 500 (kubectl get's default) takes tens; a committed one that
+// a page read (storage pins it) is retained for RetainedViews cycles. Between cycles, most of the time, the two are the same. A token whose snapshot
 // is no longer retained (a list paged more slowly than that) is 410 Gone, as Kubernetes answers an expired continue
 // token; the client lists again from the start.
 

@@ -18,10 +18,10 @@ import (
 )
 
 // maxWatchLag is how many collection cycles' batches a watcher may have queued. One further behind could not resume
-// from where it is anyway (storage keeps the snapshots of storage.RetainedViews cycles' ends), so it is ended with
-// 410 Gone and its client lists again: a slow client never blocks the others nor holds more than this many cycles'
-// events. Lag counts cycles, not batches: a cycle longer than a second publishes several (storage's Cycle.Publish),
-// each with part of its events.
+// from where it is anyway (storage keeps the snapshots of the newest storage.RetainedViews publications, and cycles'
+// ends only while a reader pins them), so it is ended with 410 Gone and its client lists again: a slow client never
+// blocks the others nor holds more than this many cycles' events. Lag counts cycles, not batches: a cycle longer
+// than a second publishes several (storage's Cycle.Publish), each with part of its events.
 const maxWatchLag = storage.RetainedViews
 
 // maxQueuedBatches bounds a watcher's queue in batches too, whatever the cycles: 16 publications per cycle is a
@@ -55,7 +55,7 @@ func (s *metricsREST[P]) startWatch(ctx context.Context, opts *metainternalversi
 		var ok bool
 		if from, ok = s.snaps.At(gen); !ok {
 			return nil, apierrors.NewResourceExpired(fmt.Sprintf(
-				"too old resource version: %d (the newest is %d; %d collections are retained)",
+				"too old resource version: %d (the newest is %d; %d publications are retained)",
 				gen, latest.Generation(), storage.RetainedViews))
 		}
 	}

@@ -170,7 +170,9 @@ func BenchmarkStoreCycle(b *testing.B) {
 	})
 }
 
-// BenchmarkRead reads every pod and node of a 1,000 x 30 x 2 cluster, as a list of all pods does.
+// BenchmarkRead reads every pod and node of a 1,000 x 30 x 2 cluster, as a list of all pods does: from a commit's
+// snapshot, and from one with maxPatches interim patches over it, each of 1/maxPatches of the nodes (the deepest a
+// read walks).
 func BenchmarkRead(b *testing.B) {
 	batches := cluster(1000, 30, 2)
 	c := &clock{now: t0}
@@ -184,45 +186,76 @@ func BenchmarkRead(b *testing.B) {
 		}
 		s.endCycle(Outcome{Success: true})
 	}
-	if _, ok := s.Latest().Pod("ns-0", "pod-0-0"); !ok {
-		b.Fatal("not servable")
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		v := s.Latest() // one snapshot per list, as a request reads
-		for n := range batches {
-			v.Node(batches[n].Key)
-			for j := 0; j < len(batches[n].Containers); j += 2 {
-				cs := &batches[n].Containers[j]
-				v.Pod(cs.Namespace, cs.Pod)
+	read := func(b *testing.B) {
+		if _, ok := s.Latest().Pod("ns-0", "pod-0-0"); !ok {
+			b.Fatal("not servable")
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			v := s.Latest() // one snapshot per list, as a request reads
+			for n := range batches {
+				v.Node(batches[n].Key)
+				for j := 0; j < len(batches[n].Containers); j += 2 {
+					cs := &batches[n].Containers[j]
+					v.Pod(cs.Namespace, cs.Pod)
+				}
 			}
 		}
 	}
+	b.Run("committed", read)
+	cy := s.BeginCycle()
+	advance(batches, c.now.Add(15*time.Second))
+	for part := range maxPatches {
+		c.now = c.now.Add(MinPublishInterval)
+		for j := part * len(batches) / maxPatches; j < (part+1)*len(batches)/maxPatches; j++ {
+			cy.Append(&batches[j])
+		}
+		cy.Publish()
+	}
+	if d := s.view.Load().pods.depth; d != maxPatches {
+		b.Fatalf("%d patches deep, want %d", d, maxPatches)
+	}
+	b.Run("patched", read)
 }
 
 // BenchmarkRetainedPerSeries reports the heap storage keeps per series (rings, series, pods, the published and
 // retained snapshots) for 1,000 nodes x 30 pods x 2 containers at the default history, after RetainedViews cycles.
+// In steady-interims each cycle lands its batches in 15 parts with a publication after each, as at 10,000 nodes
+// (a 15 s cycle publishing every second), so the retained snapshots include interim ones.
 func BenchmarkRetainedPerSeries(b *testing.B) {
-	for b.Loop() {
-		batches := cluster(1000, 30, 2)
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		c := &clock{now: t0}
-		s := New(Options{Now: c.Now})
-		bindEvery(s, batches)
-		for range RetainedViews {
-			c.now = c.now.Add(15 * time.Second)
-			advance(batches, c.now)
-			cy := s.BeginCycle()
-			for j := range batches {
-				cy.Append(&batches[j])
-			}
-			cy.Commit(Outcome{Success: true})
+	for _, parts := range []int{1, 15} {
+		name := "commits"
+		if parts > 1 {
+			name = "steady-interims"
 		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		runtime.KeepAlive(s)
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/61000, "B/series")
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				batches := cluster(1000, 30, 2)
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				c := &clock{now: t0}
+				s := New(Options{Now: c.Now})
+				bindEvery(s, batches)
+				for range 2 * RetainedViews {
+					advance(batches, c.now.Add(15*time.Second))
+					cy := s.BeginCycle()
+					for part := range parts {
+						c.now = c.now.Add(15 * time.Second / time.Duration(parts))
+						for j := part * len(batches) / parts; j < (part+1)*len(batches)/parts; j++ {
+							cy.Append(&batches[j])
+						}
+						if part < parts-1 {
+							cy.Publish()
+						}
+					}
+					cy.Commit(Outcome{Success: true})
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				runtime.KeepAlive(s)
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/61000, "B/series")
+			}
+		})
 	}
 }

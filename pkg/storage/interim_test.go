@@ -31,10 +31,9 @@ func contents(v *view) (nodes map[string]NodePoint, pods map[string]PodPoint) {
 		nodes[name] = e.NodePoint
 	}
 	for k, i := range v.index {
-		if int(i) < len(v.pods) && v.pods[i].n > 0 {
-			e := v.pods[i]
+		if e, r, ok := v.pods.entry(i); ok && e.n > 0 {
 			pods[k.namespace+"/"+k.name] = PodPoint{Timestamp: time.Unix(0, e.ts), Window: e.window,
-				Names: slices.Clone(v.names[e.from : e.from+e.n]), Usages: slices.Clone(v.usages[e.from : e.from+e.n])}
+				Names: slices.Clone(r.names[e.from : e.from+e.n]), Usages: slices.Clone(r.usages[e.from : e.from+e.n])}
 		}
 	}
 	return nodes, pods

@@ -89,11 +89,13 @@ func observations(t *testing.T) uint64 {
 	return n
 }
 
-// TestRetainedAcrossInterimPublications: interim publications never shorten the span a watch can resume from, or
-// a list be paged through, below RetainedViews-1 collections; the views kept stay bounded.
+// TestRetainedAcrossInterimPublications: interim publications never shorten the span a list can be paged through
+// below RetainedViews-1 collections (a commit a paged list started from, Committed, is kept for RetainedViews
+// commits), nor a watch resume from below RetainedViews-1 publications; a commit nobody paged from goes once it is
+// neither among the newest publications nor the newest commit; the views kept stay bounded.
 func TestRetainedAcrossInterimPublications(t *testing.T) {
 	f := newFixture(Options{})
-	var commits, all []uint64
+	var commits, paged, all []uint64
 	for cycle := 0; cycle < 3*RetainedViews; cycle++ {
 		start := time.Duration(cycle) * 15 * time.Second
 		c := f.BeginCycle()
@@ -108,6 +110,12 @@ func TestRetainedAcrossInterimPublications(t *testing.T) {
 		}
 		c.Commit(Outcome{Success: true})
 		commits, all = append(commits, f.Generation()), append(all, f.Generation())
+		if cycle%2 == 0 { // a paged list starts from every other commit
+			if g := f.Committed().Generation(); g != f.Generation() {
+				t.Fatalf("Committed is generation %d, want the commit just published, %d", g, f.Generation())
+			}
+			paged = append(paged, f.Generation())
+		}
 		if n := len(*f.recent.Load()); n > 2*RetainedViews {
 			t.Fatalf("%d views retained, want at most %d", n, 2*RetainedViews)
 		}
@@ -115,15 +123,23 @@ func TestRetainedAcrossInterimPublications(t *testing.T) {
 	if len(all) <= len(commits)+RetainedViews {
 		t.Fatalf("%d publications for %d commits: the interim ones did not happen", len(all), len(commits))
 	}
+	newest := all[len(all)-RetainedViews:]
 	for _, gen := range commits[len(commits)-RetainedViews:] {
-		if _, ok := f.At(gen); !ok {
-			t.Errorf("the commit of generation %d is no longer retained", gen)
+		_, ok := f.At(gen)
+		switch want := contains(paged, gen) || contains(newest, gen); {
+		case want && !ok:
+			t.Errorf("the commit of generation %d, paged from or among the newest, is no longer retained", gen)
+		case !want && ok:
+			t.Errorf("the commit of generation %d, which no list paged from, is still retained", gen)
 		}
 	}
-	for _, gen := range all[len(all)-RetainedViews:] {
+	for _, gen := range newest {
 		if _, ok := f.At(gen); !ok {
 			t.Errorf("generation %d, among the %d newest, is no longer retained", gen, RetainedViews)
 		}
+	}
+	if _, ok := f.At(commits[len(commits)-RetainedViews-1]); ok {
+		t.Error("a paged commit is retained for more than RetainedViews commits")
 	}
 	if _, ok := f.At(all[len(all)-RetainedViews-1]); ok && !contains(commits[len(commits)-RetainedViews:], all[len(all)-RetainedViews-1]) {
 		t.Error("an older interim view is still retained")

@@ -5,12 +5,25 @@ import (
 	"time"
 )
 
-// RetainedViews is how many of the newest views storage keeps, so a watch can resume (and a list be paged) from a
-// resourceVersion that is up to RetainedViews-1 publications old (older is 410 Gone); the views of the newest
-// RetainedViews commits are kept too, so that interim publications (Cycle.Publish) never shorten that span below
-// RetainedViews-1 collections. Each view costs about one servable point per object: 4 views when cycles are
-// shorter than MinPublishInterval, at most 8 when they are longer.
+// RetainedViews is how many of the newest views storage keeps, so a watch can resume from a resourceVersion that is
+// up to RetainedViews-1 publications old (older is 410 Gone). A committed view that a paged list or a resumed watch
+// read (Committed, At) is kept too, for RetainedViews commits, so that a page-through's continue tokens stay valid
+// that long however many interim publications (Cycle.Publish) come meanwhile; one nobody read goes once it is
+// neither among the newest views nor the newest commit. Pinning by use instead of keeping every commit: a full
+// snapshot is about 25 MB at 10,000 nodes x 30 pods, and pagers are rare.
 const RetainedViews = 4
+
+// A committed view's pin: whether a reader pinned it (Committed, At) or retain dropped it, whichever came first.
+const (
+	unpinned int32 = iota
+	pinned
+	dropped
+)
+
+// pin keeps v while it is among the RetainedViews newest commits; false when retain dropped it first.
+func (v *view) pin() bool {
+	return v.pinned.CompareAndSwap(unpinned, pinned) || v.pinned.Load() == pinned
+}
 
 // Snapshot is what was servable at one publication (the end of a collection cycle, or a cycle in progress: see
 // Cycle.Publish), and the source's health as of the newest commit. Reading several
@@ -47,16 +60,16 @@ func (v *view) Node(name string) (NodePoint, bool) {
 // Pod implements Snapshot.
 func (v *view) Pod(namespace, name string) (PodPoint, bool) {
 	i, ok := v.index[podKey{namespace, name}]
-	if !ok || int(i) >= len(v.pods) {
+	if !ok {
 		return PodPoint{}, false
 	}
-	e := &v.pods[i]
-	if e.n == 0 || v.clock.mono() > e.staleAt {
+	e, r, ok := v.pods.entry(i)
+	if !ok || e.n == 0 || v.clock.mono() > e.staleAt {
 		return PodPoint{}, false
 	}
 	end := e.from + e.n
-	return PodPoint{Timestamp: time.Unix(0, e.ts), Window: e.window, Names: v.names[e.from:end:end],
-		Usages: v.usages[e.from:end:end]}, true
+	return PodPoint{Timestamp: time.Unix(0, e.ts), Window: e.window, Names: r.names[e.from:end:end],
+		Usages: r.usages[e.from:end:end]}, true
 }
 
 // Generation implements Snapshot.
@@ -77,7 +90,7 @@ func (v *view) Each(node func(name string), pod func(namespace, name string)) {
 	}
 	if pod != nil {
 		for k, i := range v.index {
-			if int(i) < len(v.pods) && v.pods[i].n > 0 {
+			if e, _, ok := v.pods.entry(i); ok && e.n > 0 {
 				pod(k.namespace, k.name)
 			}
 		}
@@ -87,17 +100,25 @@ func (v *view) Each(node func(name string), pod func(namespace, name string)) {
 // Latest returns the newest snapshot.
 func (s *Storage) Latest() Snapshot { return s.view.Load() }
 
-// Committed returns the newest snapshot a cycle's Commit published. It is retained for RetainedViews commits,
-// however many interim publications come meanwhile (Latest's may go after RetainedViews publications, a few seconds
-// at 10,000 nodes), so a list paged with limit and continue starts from it: its continue tokens then stay valid for
-// RetainedViews cycles.
-func (s *Storage) Committed() Snapshot { return s.committed.Load() }
+// Committed returns the newest snapshot a cycle's Commit published, pinned: it is then retained for RetainedViews
+// commits, however many interim publications come meanwhile (Latest's may go after RetainedViews publications, a
+// few seconds at 10,000 nodes), so a list paged with limit and continue starts from it: its continue tokens then
+// stay valid for RetainedViews cycles.
+func (s *Storage) Committed() Snapshot {
+	for {
+		// The newest commit is never dropped; one that a newer commit displaced since the load may have been.
+		if v := s.committed.Load(); v.pin() {
+			return v
+		}
+	}
+}
 
 // At returns the snapshot of a recent generation; ok is false when it is no longer retained (or not yet published).
+// A committed snapshot read here is pinned, like Committed's.
 func (s *Storage) At(generation uint64) (Snapshot, bool) {
 	for _, v := range *s.recent.Load() {
 		if v.Generation() == generation {
-			return v, true
+			return v, !v.committed || v.pin()
 		}
 	}
 	return nil, false
@@ -118,8 +139,8 @@ func (s *Storage) publish(v *view, committed bool, began int64) {
 	close(prev.changed)
 }
 
-// retain returns the views to keep once v is published: the RetainedViews newest, and the views of the
-// RetainedViews newest commits.
+// retain returns the views to keep once v is published: the RetainedViews newest, the newest commit, and the
+// commits among the RetainedViews newest that a reader pinned.
 func retain(recent []*view, v *view) *[]*view {
 	all := append(recent[:len(recent):len(recent)], v)
 	kept := make([]*view, 0, min(len(all), 2*RetainedViews))
@@ -130,8 +151,11 @@ func retain(recent []*view, v *view) *[]*view {
 		if w.committed {
 			commits++
 		}
-		if views <= RetainedViews || (w.committed && commits <= RetainedViews) {
+		switch {
+		case views <= RetainedViews || (w.committed && commits == 1):
 			kept = append(kept, w)
+		case w.committed && commits <= RetainedViews && !w.pinned.CompareAndSwap(unpinned, dropped):
+			kept = append(kept, w) // pinned
 		}
 	}
 	slices.Reverse(kept)

@@ -8,7 +8,8 @@
 // atomic pointer swap, so readers never wait on a collection. Meanwhile the loop calls Cycle.Publish every second,
 // which publishes what has landed so far (at most once a second, with the previous commit's health), so a sample is
 // servable about a second after its node answered, not when the cycle's slowest node has; such an interim snapshot
-// recomputes only what changed since the previous one.
+// recomputes only what changed since the previous one, and keeps only that: its pods are a patch over the previous
+// snapshot's.
 //
 // Which objects exist comes from the informers' events alone, passed on by cmd: PodBound (a pod Running on a node:
 // its samples are stored from then on), PodDeleted and NodeDeleted (its series dropped at once). Storage never asks
@@ -20,8 +21,9 @@
 //
 // Files: types.go (batches, points, health), cycle.go (a cycle's handle: interim publication, commit), storage.go (appending; the informers'
 // events), series.go (one ring and what it serves), view.go (pruning; building a snapshot), interim.go (an interim
-// snapshot: the published one with what changed since), snapshot.go (reading one; the retained ones), slots.go (pod
-// numbering, for pointer-free snapshots), metrics.go (self-metrics).
+// snapshot: the published one with what changed since), layers.go (a snapshot's pods: a full layer and patches),
+// snapshot.go (reading one; the retained ones, pinned by use), slots.go (pod numbering, for pointer-free snapshots),
+// metrics.go (self-metrics).
 package storage
 
 import (

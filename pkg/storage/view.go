@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -11,16 +12,17 @@ import (
 // atomic pointer read; staleness is checked at read time, because time passes between cycles.
 type view struct {
 	nodes map[string]nodeEntry
-	// index maps a pod to its entry in pods. Every servable pod's containers are a run of names and of usages
-	// (runs). usages has no pointers, so the garbage collector does not scan it; names is the previous view's when
-	// equal (sharedNames), so that retained views keep one copy of the names between them.
-	index map[podKey]int32
-	pods  []podEntry
-	runs
+	// index maps a pod to its slot, and pods holds the slots' entries (layers.go). Every servable pod's containers
+	// are a run of names and of usages (runs). usages has no pointers, so the garbage collector does not scan it; a
+	// full layer's names are the previous full layer's when equal (sharedNames), so that retained views keep one
+	// copy of the names between them.
+	index      map[podKey]int32
+	pods       *podLayer
 	health     Health
 	layout     uint64 // slots.layout when built: an interim build reuses the entries of a view of the same layout
 	generation uint64
 	committed  bool          // published by a cycle's Commit, not while the cycle ran (Cycle.Publish)
+	pinned     atomic.Int32  // a committed view's pin (snapshot.go): unpinned, pinned or dropped
 	changed    chan struct{} // closed when the next view is published
 	// clock and staleAfter are copies of storage's, so a view answers alone: which entries are stale is decided at
 	// read time, because time passes between cycles, and so is the 503 of DESIGN.md section 3.
@@ -44,7 +46,7 @@ type nodeEntry struct {
 }
 
 // podEntry is a pod's servable point, without pointers: times are Unix nanoseconds (staleAt on the clock's mono) and
-// the containers are names[from:from+n] and usages[from:from+n] of its view. n is 0 when the pod is not servable.
+// the containers are names[from:from+n] and usages[from:from+n] of its layer. n is 0 when the pod is not servable.
 type podEntry struct {
 	ts, staleAt int64
 	window      time.Duration
@@ -108,9 +110,9 @@ func (r *runs) add(name string, u Usage) {
 	r.names, r.usages = append(r.names, name), append(r.usages, u)
 }
 
-// buildView computes every servable point; publish sets its generation. Called with s.mu held. A build allocates a
-// constant number of objects, not one per pod: the entries and the usages are two slices, and the names are built
-// in storage's scratch and kept only when they differ from the published view's.
+// buildView computes every servable point, its pods a full layer; publish sets its generation. Called with s.mu
+// held. A build allocates a constant number of objects, not one per pod: the entries and the usages are two slices,
+// and the names are built in storage's scratch and kept only when they differ from the published view's.
 func (s *Storage) buildView() *view {
 	v := s.newView(s.slots.indexOf(s.pods))
 	now := v.clock.now()
@@ -124,26 +126,28 @@ func (s *Storage) buildView() *view {
 	for _, p := range s.pods {
 		total += len(p.containers)
 	}
+	l := &podLayer{entries: make([]podEntry, len(s.slots.pods))}
 	r := runs{names: s.names[:0], usages: make([]Usage, 0, total)}
 	for slot, p := range s.slots.pods {
 		if p == nil {
 			continue
 		}
 		if e, ok := s.appendPod(p, &r); ok {
-			v.pods[slot] = e
+			l.entries[slot] = e
 		}
 	}
-	v.usages, v.names = r.usages, s.sharedNames(r.names)
+	l.usages, l.names = r.usages, s.sharedNames(r.names)
 	s.names = r.names
+	v.pods = l
 	return v
 }
 
-// sharedNames returns the names a new view keeps, built is storage's scratch: the published view's own when they
-// are equal (the same containers of the same pods in the same slots, which in a steady cluster is every build),
-// else a copy of exactly their length, which a later view may share in turn (and never appends to: interim.go).
+// sharedNames returns the names a new full layer keeps, built is storage's scratch: the published view's full
+// layer's own when they are equal (the same containers of the same pods in the same slots, which in a steady
+// cluster is every build), else a copy of exactly their length, which a later layer may share in turn.
 func (s *Storage) sharedNames(built []string) []string {
-	if prev := s.view.Load(); slices.Equal(prev.names, built) {
-		return prev.names
+	if prev := s.view.Load().pods; prev != nil && slices.Equal(prev.full().names, built) {
+		return prev.full().names
 	}
 	return slices.Clip(slices.Clone(built))
 }
@@ -153,7 +157,6 @@ func (s *Storage) newView(index map[podKey]int32) *view {
 	return &view{
 		index:      index,
 		layout:     s.slots.layout,
-		pods:       make([]podEntry, len(s.slots.pods)),
 		health:     s.health,
 		clock:      s.clock,
 		staleAfter: s.opts.StaleAfter,
