@@ -90,16 +90,19 @@ func (l *Loop) Run(ctx context.Context) {
 // Warm collects once and keeps nothing, so that the source's connections are open before the first cycle. At a
 // cold start of a large cluster the kubelets' TLS handshakes are most of a first cycle's work (about 0.75 ms of CPU
 // a node, ours and the kubelet's: BENCHMARKS.md), and the pod informer's initial list takes seconds more than the
-// node informer's (15 s at 300,000 pods), so cmd warms the kubelet source once the nodes are known, while the pods
-// are still being listed: the first cycle then reaches every node and the first complete answer comes a
-// resolution sooner. It runs within the source's budget and must return before Run starts.
-func (l *Loop) Warm(ctx context.Context) {
+// node informer's (15 to 25 s at 300,000 pods), so cmd warms the kubelet source once the nodes are known, while the
+// pods are still being listed: the first cycle then reaches every node and the first complete answer comes a
+// resolution sooner. It runs within the source's budget and must return before Run starts. more says whether the
+// budget cut it short with nodes not reached (ctx not done): warming again would open more connections, where a
+// warm-up that ran out of nodes, not time, would only repeat itself.
+func (l *Loop) Warm(ctx context.Context) (more bool) {
 	start := l.opts.Now()
-	ctx, cancel := context.WithTimeout(ctx, l.src.Budget())
+	budget, cancel := context.WithTimeout(ctx, l.src.Budget())
 	defer cancel()
-	o := l.src.Collect(ctx, func(*storage.Batch) storage.Rejection { return storage.Rejection{} })
+	o := l.src.Collect(budget, func(*storage.Batch) storage.Rejection { return storage.Rejection{} })
 	klog.InfoS("Warmed up the source's connections before the first cycle", "source", l.opts.Source,
 		"reached", o.Reached, "listed", o.Listed, "duration", l.opts.Now().Sub(start))
+	return o.Reached < o.Listed && ctx.Err() == nil && errors.Is(budget.Err(), context.DeadlineExceeded)
 }
 
 // cycle runs one collection cycle: the source collects within its budget into a storage cycle, published as its

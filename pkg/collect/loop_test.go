@@ -248,3 +248,42 @@ func TestWarmKeepsNothing(t *testing.T) {
 		t.Errorf("the first cycle serves %+v %v: want its own sample (CPU 2, the source's second collection)", n, ok)
 	}
 }
+
+// waitingSource reaches one node of two at once and the other never: its collection ends with its budget.
+type waitingSource struct{ budget time.Duration }
+
+func (w waitingSource) Budget() time.Duration { return w.budget }
+
+func (w waitingSource) Collect(ctx context.Context, _ storage.AppendFunc) storage.Outcome {
+	<-ctx.Done()
+	return storage.Outcome{Listed: 2, Reached: 1, Success: true}
+}
+
+// TestWarmSaysWhetherAnotherRoundHelps: a warm-up whose budget ran out with nodes unreached says so (cmd warms again
+// while the pods are still being listed); one that reached every node, or that ran out of nodes rather than time
+// (a kubelet refusing at once), or whose context ended (the pods' sync), does not.
+func TestWarmSaysWhetherAnotherRoundHelps(t *testing.T) {
+	warm := func(src Source, ctx context.Context) bool {
+		l, err := New(src, storage.New(storage.Options{Source: "kubelet"}), Options{Source: "test", Resolution: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Warm(ctx)
+	}
+	if !warm(waitingSource{budget: 50 * time.Millisecond}, t.Context()) {
+		t.Error("a warm-up cut short by its budget with a node unreached: want another round")
+	}
+	for name, o := range map[string]storage.Outcome{
+		"every node reached":     {Listed: 2, Reached: 2, Success: true},
+		"a node refused at once": {Listed: 2, Reached: 1, Success: true},
+	} {
+		if warm(&fakeSource{budget: time.Minute, outcome: o}, t.Context()) {
+			t.Errorf("%s within the budget: want no other round", name)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond) // the pods synced meanwhile
+	defer cancel()
+	if warm(waitingSource{budget: time.Minute}, ctx) {
+		t.Error("a warm-up ended by its context: want no other round")
+	}
+}

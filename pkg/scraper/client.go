@@ -51,8 +51,8 @@ const (
 	connReadBuffer  = 1 << 10
 )
 
-// smallConnBuffers sets connWriteBuffer and connReadBuffer on the *http.Transport under rt's client-go wrappers
-// (which keep the value when certificate rotation clones the transport). Called by restConfig's WrapTransport
+// smallConnBuffers sets connWriteBuffer and connReadBuffer, and one connection a kubelet, on the *http.Transport
+// under rt's client-go wrappers (which keep the values when certificate rotation clones the transport). Called by restConfig's WrapTransport
 // before the transport sends anything; a transport of another kind is left as it is.
 func smallConnBuffers(rt http.RoundTripper) {
 	for rt != nil {
@@ -60,6 +60,10 @@ func smallConnBuffers(rt http.RoundTripper) {
 		case *http.Transport:
 			if t != http.DefaultTransport {
 				t.WriteBufferSize, t.ReadBufferSize = connWriteBuffer, connReadBuffer
+				// One connection a kubelet: a request whose dial outlived it (the dial goes on, for the next
+				// request's use) is waited for rather than doubled by the next, so a kubelet slow to handshake
+				// costs one handshake and one connection, not one a cycle or a warm-up round.
+				t.MaxConnsPerHost = 1
 			}
 			return
 		case utilnet.RoundTripperWrapper:

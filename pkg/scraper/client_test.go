@@ -2,6 +2,7 @@ package scraper
 
 import (
 	"compress/gzip"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -9,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -336,5 +338,76 @@ func transportOf(t *testing.T, rt http.RoundTripper) *http.Transport {
 		default:
 			t.Fatalf("no *http.Transport beneath %T", rt)
 		}
+	}
+}
+
+// slowHandshakeListener delays each connection's first read, the TLS handshake's, so a dial outlives a short request.
+type slowHandshakeListener struct {
+	net.Listener
+	delay time.Duration
+}
+
+func (l slowHandshakeListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &slowFirstRead{Conn: c, delay: l.delay}, nil
+}
+
+type slowFirstRead struct {
+	net.Conn
+	delay time.Duration
+	once  sync.Once
+}
+
+func (c *slowFirstRead) Read(p []byte) (int, error) {
+	c.once.Do(func() { time.Sleep(c.delay) })
+	return c.Conn.Read(p)
+}
+
+// TestOneConnectionPerKubelet: a scrape that times out while its connection is still being set up (a kubelet slow
+// to handshake, or a warm-up round ended by the pods' sync) leaves the dial to finish, and the next scrape of that
+// kubelet waits for it rather than opening a second connection: one handshake and one connection a kubelet.
+func TestOneConnectionPerKubelet(t *testing.T) {
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok"))
+	}))
+	srv.Listener = slowHandshakeListener{Listener: srv.Listener, delay: 300 * time.Millisecond}
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	c, err := newKubeletClient(&Options{InsecureTLS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: c.rt}
+	get := func(timeout time.Duration) error {
+		ctx, cancel := context.WithTimeout(t.Context(), timeout)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.Body.Close()
+	}
+	if err := get(50 * time.Millisecond); err == nil {
+		t.Fatal("a request shorter than the handshake succeeded: the test's kubelet is not slow")
+	}
+	if err := get(5 * time.Second); err != nil {
+		t.Fatalf("the next request: %v", err)
+	}
+	if err := get(5 * time.Second); err != nil {
+		t.Fatalf("a third request: %v", err)
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d connections opened to one kubelet, want 1", n)
 	}
 }
