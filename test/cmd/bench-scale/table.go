@@ -95,6 +95,7 @@ func (r *result) print(w io.Writer) {
 	t := table{tw: tw, targets: r.targets}
 	t.header("measure")
 	t.row("first complete answer, direct (from process start)", true, secs, func(r *targetResult) float64 { return r.firstDirect.Seconds() })
+	t.row("  the request that got it sent at", true, secs, func(r *targetResult) float64 { return r.firstAsked.Seconds() })
 	t.row("first complete answer, through kube-apiserver", true, secs, func(r *targetResult) float64 { return r.firstAggregated.Seconds() })
 	if o.scale {
 		r.printScale(t)

@@ -84,6 +84,7 @@ type benchEnv struct {
 type targetResult struct {
 	name                         string
 	firstDirect, firstAggregated time.Duration
+	firstAsked                   time.Duration // when the poll that got firstDirect's answer sent its request
 	coll                         collection
 	others                       map[string]float64
 	peakAfterAPI                 uint64
@@ -135,14 +136,15 @@ func (e *benchEnv) runTarget(ctx context.Context, t target) (*targetResult, erro
 	wantNodes, wantPods := o.nodes, o.nodes*o.pods
 	wait := max(5*time.Minute, 20*o.resolution)
 	fmt.Fprintf(os.Stderr, "waiting for %s to list %d nodes and %d pods (at most %s)...\n", t.name, wantNodes, wantPods, wait)
-	if err := waitComplete(ctx, b, direct, b.URL(), wantNodes, wantPods, o.containers, wait); err != nil {
+	asked, err := waitComplete(ctx, b, direct, b.URL(), wantNodes, wantPods, o.containers, wait)
+	if err != nil {
 		return nil, err
 	}
-	r.firstDirect = time.Since(start)
+	r.firstDirect, r.firstAsked = time.Since(start), asked.Sub(start)
 	if err := e.api.WaitAvailableOf(ctx, b, t.apiServicesOrAll(), wait); err != nil {
 		return nil, err
 	}
-	if err := waitComplete(ctx, b, agg, e.cp.URL, wantNodes, wantPods, o.containers, wait); err != nil {
+	if _, err := waitComplete(ctx, b, agg, e.cp.URL, wantNodes, wantPods, o.containers, wait); err != nil {
 		return nil, err
 	}
 	r.firstAggregated = time.Since(start)
