@@ -76,7 +76,8 @@ func (s *Storage) buildPatch(parent *podLayer) *podLayer {
 			}
 		}
 	}
-	l.names, l.usages = make([]string, 0, containers), make([]Usage, 0, containers) // grown by appending: twice
+	// Sized ahead (grown by appending, they cost twice), and the names the patch's own (runs.add).
+	l.names, l.usages, l.owned = make([]string, 0, containers), make([]Usage, 0, containers), true
 	for w, word := range l.has {
 		for ; word != 0; word &= word - 1 {
 			var e podEntry

@@ -103,7 +103,6 @@ type Storage struct {
 	view       atomic.Pointer[view] // the servable snapshot, replaced at each publication
 	committed  atomic.Pointer[view] // the newest view a Commit published (Committed)
 	dirty      dirty                // what changed since it was built, for an interim build (interim.go)
-	names      []string             // scratch of a full build's container names (sharedNames)
 	// recent holds the retained views, newest last, so a watch can resume from a recent generation.
 	recent atomic.Pointer[[]*view]
 }

@@ -14,7 +14,7 @@ type view struct {
 	nodes map[string]nodeEntry
 	// index maps a pod to its slot, and pods holds the slots' entries (layers.go). Every servable pod's containers
 	// are a run of names and of usages (runs). usages has no pointers, so the garbage collector does not scan it; a
-	// full layer's names are the previous full layer's when equal (sharedNames), so that retained views keep one
+	// full layer's names are the previous full layer's when equal (runs.add), so that retained views keep one
 	// copy of the names between them.
 	index      map[podKey]int32
 	pods       *podLayer
@@ -100,6 +100,12 @@ func (p *pod) newestSeen() int64 {
 type runs struct {
 	names  []string
 	usages []Usage
+	// While a full layer is built, names is a prefix of shared, the previous full layer's names, for as long as
+	// the names added equal them (in a steady cluster, to the end), and a slice of its own from the first that
+	// differs (owned): so a build neither copies nor keeps a scratch of 600,000 names at 10,000 nodes to find that
+	// they did not change. shared is nil once built.
+	shared []string
+	owned  bool
 }
 
 func (r *runs) len() int { return len(r.usages) }
@@ -107,12 +113,21 @@ func (r *runs) len() int { return len(r.usages) }
 func (r *runs) truncate(n int) { r.names, r.usages = r.names[:n], r.usages[:n] }
 
 func (r *runs) add(name string, u Usage) {
-	r.names, r.usages = append(r.names, name), append(r.usages, u)
+	r.usages = append(r.usages, u)
+	n := len(r.names)
+	if !r.owned {
+		if n < len(r.shared) && r.shared[n] == name {
+			r.names = r.shared[: n+1 : n+1] // never appended to: the next name that differs makes a copy
+			return
+		}
+		r.names, r.owned = append(make([]string, 0, max(cap(r.usages), n+1)), r.names...), true
+	}
+	r.names = append(r.names, name)
 }
 
 // buildView computes every servable point, its pods a full layer; publish sets its generation. Called with s.mu
 // held. A build allocates a constant number of objects, not one per pod: the entries and the usages are two slices,
-// and the names are built in storage's scratch and kept only when they differ from the published view's.
+// and the names a third only when they differ from the previous full layer's (runs.add).
 func (s *Storage) buildView() *view {
 	v := s.newView(s.slots.indexOf(s.pods))
 	now := v.clock.now()
@@ -127,29 +142,21 @@ func (s *Storage) buildView() *view {
 		total += len(p.containers)
 	}
 	l := &podLayer{entries: make([]podEntry, len(s.slots.pods))}
-	r := runs{names: s.names[:0], usages: make([]Usage, 0, total)}
+	l.usages = make([]Usage, 0, total)
+	if prev := s.view.Load().pods; prev != nil {
+		l.shared = prev.full().names
+	}
 	for slot, p := range s.slots.pods {
 		if p == nil {
 			continue
 		}
-		if e, ok := s.appendPod(p, &r); ok {
+		if e, ok := s.appendPod(p, &l.runs); ok {
 			l.entries[slot] = e
 		}
 	}
-	l.usages, l.names = r.usages, s.sharedNames(r.names)
-	s.names = r.names
+	l.names, l.shared = slices.Clip(l.names), nil
 	v.pods = l
 	return v
-}
-
-// sharedNames returns the names a new full layer keeps, built is storage's scratch: the published view's full
-// layer's own when they are equal (the same containers of the same pods in the same slots, which in a steady
-// cluster is every build), else a copy of exactly their length, which a later layer may share in turn.
-func (s *Storage) sharedNames(built []string) []string {
-	if prev := s.view.Load().pods; prev != nil && slices.Equal(prev.full().names, built) {
-		return prev.full().names
-	}
-	return slices.Clip(slices.Clone(built))
 }
 
 // newView returns a view of the current health, pods numbered as index says, with no entries yet.
