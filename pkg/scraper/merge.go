@@ -104,26 +104,27 @@ func (p *parser) nodeValue(bit uint8, into *float64, v float64, stats *parseStat
 // lookup returns the container, interning it on first sight. The kubelet writes every metric's series in the same
 // order (sorted by labels), which changes only when containers come or go, so the container of a metric's i-th
 // series is most likely the previous response's i-th: comparing its three names is cheaper than hashing the key
-// (a third of the parser's time went to the map). Otherwise the map lookup by string(p.key) does not allocate
-// either, and resets the cursor after the container it found.
+// (a third of the parser's time went to the map). A miss searches the previous response's containers and the
+// ones new in this one, and resets the cursor after the container it found: a few misses a response (containers
+// came or went) cost that much less than a map of every container of every node, kept for the life of the process
+// (28 MB at 10,000 nodes). Past maxMisses in one response (a kubelet that shuffles its series), the parser indexes
+// its containers in a map for the rest of that response and keeps it while responses keep missing, so no order
+// costs more than a hash a series.
 func (p *parser) lookup(namespace, pod, name []byte) *container {
 	var c *container
-	if p.cursor < len(p.prev) {
-		if guess := p.prev[p.cursor]; guess.name == string(name) && guess.pod == string(pod) &&
-			guess.namespace == string(namespace) {
-			c = guess
-		}
-	}
-	if c == nil {
-		p.key = append(append(append(append(append(p.key[:0], namespace...), 0), pod...), 0), name...)
-		if c = p.containers[string(p.key)]; c == nil {
-			// One string holds the key and, as slices of it, the three names storage keeps: one allocation, not
-			// four.
-			key := string(p.key)
-			podAt, nameAt := len(namespace)+1, len(namespace)+1+len(pod)+1
-			c = &container{namespace: key[:len(namespace)], pod: key[podAt : podAt+len(pod)], name: key[nameAt:],
-				order: -1}
-			p.containers[key] = c
+	if p.cursor < len(p.prev) && p.prev[p.cursor].is(namespace, pod, name) {
+		c = p.prev[p.cursor]
+	} else {
+		c = p.find(namespace, pod, name)
+		if c == nil {
+			// One string holds the names storage keeps: one allocation, not three.
+			key := string(namespace) + string(pod) + string(name)
+			podAt, nameAt := len(namespace), len(namespace)+len(pod)
+			c = &container{namespace: key[:podAt], pod: key[podAt:nameAt], name: key[nameAt:], order: -1}
+			p.fresh = append(p.fresh, c)
+			if p.index != nil {
+				p.index[string(p.keyOf(namespace, pod, name))] = c
+			}
 		}
 		if c.order >= 0 {
 			p.cursor = int(c.order)
@@ -138,6 +139,44 @@ func (p *parser) lookup(namespace, pod, name []byte) *container {
 			Container: c.name})
 	}
 	return c
+}
+
+// maxMisses is how many lookups of one response may search the containers one by one before the parser indexes
+// them in a map.
+const maxMisses = 16
+
+// find returns the known container with these names (the previous response's, or new in this one), or nil.
+func (p *parser) find(namespace, pod, name []byte) *container {
+	p.misses++
+	if p.index == nil && p.misses > maxMisses {
+		p.index = make(map[string]*container, len(p.prev)+len(p.fresh))
+		for _, cs := range [2][]*container{p.prev, p.fresh} {
+			for _, c := range cs {
+				p.index[c.namespace+"\x00"+c.pod+"\x00"+c.name] = c
+			}
+		}
+	}
+	if p.index != nil {
+		return p.index[string(p.keyOf(namespace, pod, name))]
+	}
+	for _, cs := range [2][]*container{p.prev, p.fresh} {
+		for _, c := range cs {
+			if c.is(namespace, pod, name) {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+// keyOf is the index's key for the names, in the parser's scratch.
+func (p *parser) keyOf(namespace, pod, name []byte) []byte {
+	p.key = append(append(append(append(append(p.key[:0], namespace...), 0), pod...), 0), name...)
+	return p.key
+}
+
+func (c *container) is(namespace, pod, name []byte) bool {
+	return c.name == string(name) && c.pod == string(pod) && c.namespace == string(namespace)
 }
 
 // finish writes the node's sample into b, keeps the containers that reported both CPU and memory (in the order
@@ -165,19 +204,26 @@ func (p *parser) finish(node string, b *storage.Batch, stats *parseStats) {
 	}
 	b.Containers = kept
 	p.batch = nil
-	if len(p.containers) > len(p.seen) {
-		for k, c := range p.containers {
-			if c.epoch != p.epoch {
-				delete(p.containers, k)
-			}
-		}
-	}
-	// This response's order predicts the next one's.
+	// This response's order predicts the next one's; the containers it did not mention are forgotten with the
+	// previous order. The index outlives a response that needed it, until one does not.
 	p.prev, p.seen = p.seen, p.prev[:0]
 	for i, c := range p.prev {
 		c.order = int32(i)
 	}
-	p.metric, p.cursor = metricOther, 0
+	clear(p.fresh)
+	p.fresh = p.fresh[:0]
+	if p.index != nil {
+		if p.misses <= maxMisses {
+			p.index = nil
+		} else {
+			for k, c := range p.index {
+				if c.epoch != p.epoch {
+					delete(p.index, k)
+				}
+			}
+		}
+	}
+	p.metric, p.cursor, p.misses = metricOther, 0, 0
 }
 
 // secondsToTime converts a start time in (fractional) Unix seconds, exact to the nanosecond for whole seconds.

@@ -31,12 +31,16 @@ func (s *parseStats) problems() bool {
 // scraper keeps one per node so that its interned containers survive between scrapes.
 type parser struct {
 	lexer
-	containers map[string]*container // by namespace \x00 pod \x00 container
-	seen       []*container          // this response's containers, in order of appearance: batch.Containers[i]'s
-	prev       []*container          // the previous response's, which predicts each metric's order (lookup)
-	key        []byte
-	epoch      uint32
-	batch      *storage.Batch // the batch being parsed into (parse), nil between responses
+	seen  []*container // this response's containers, in order of appearance: batch.Containers[i]'s
+	prev  []*container // the previous response's, which predicts each metric's order (lookup)
+	fresh []*container // this response's containers that the previous one did not have
+	// index holds the known containers by namespace \x00 pod \x00 container while responses miss the predicted
+	// order often (lookup), nil otherwise; misses counts this response's.
+	index  map[string]*container
+	misses int
+	key    []byte
+	epoch  uint32
+	batch  *storage.Batch // the batch being parsed into (parse), nil between responses
 	// cursor is the index in prev of the container the next series of metric most likely belongs to.
 	cursor int
 	metric metric
@@ -48,7 +52,7 @@ type parser struct {
 }
 
 func newParser() *parser {
-	return &parser{containers: make(map[string]*container)}
+	return &parser{}
 }
 
 // firstErrorBytes is how much of the first bad line its error quotes.

@@ -3,6 +3,7 @@ package scraper
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -279,6 +280,68 @@ func TestParseMalformed(t *testing.T) {
 	}
 }
 
+// TestParseAnyOrder: containers are found again whatever order a response lists them in (the kubelet's sorted one,
+// one with containers inserted and removed, a shuffled one past the misses the parser searches for one by one),
+// each once per response with the values of its own lines, and the same container is the same interned name; the
+// index a shuffling kubelet needed goes once its responses keep order again.
+func TestParseAnyOrder(t *testing.T) {
+	p := newParser()
+	var b storage.Batch
+	names := make([]string, 3*maxMisses)
+	for i := range names {
+		names[i] = fmt.Sprintf("p%02d", i)
+	}
+	respond := func(order []string, cpu float64) string { // as the kubelet writes it: one metric after the other
+		var cpus, mems strings.Builder
+		for _, n := range order {
+			fmt.Fprintf(&cpus, "container_cpu_usage_seconds_total{container=\"c\",namespace=\"ns\",pod=%q} %v 1000\n", n, cpu)
+			fmt.Fprintf(&mems, "container_memory_working_set_bytes{container=\"c\",namespace=\"ns\",pod=%q} 7 1000\n", n)
+		}
+		return node1 + cpus.String() + mems.String()
+	}
+	interned := map[string]*byte{}
+	check := func(step string, order []string, cpu float64) {
+		t.Helper()
+		p.parse([]byte(respond(order, cpu)), time.Now(), "n", &b)
+		if len(b.Containers) != len(order) {
+			t.Fatalf("%s: %d containers, want %d", step, len(b.Containers), len(order))
+		}
+		for i, c := range b.Containers {
+			if c.Pod != order[i] || c.CPU != cpu {
+				t.Fatalf("%s: container %d is %s with CPU %v, want %s with %v", step, i, c.Pod, c.CPU, order[i], cpu)
+			}
+			if d, ok := interned[c.Pod]; ok && d != unsafe.StringData(c.Pod) {
+				t.Errorf("%s: %s was interned again", step, c.Pod)
+			}
+			interned[c.Pod] = unsafe.StringData(c.Pod)
+		}
+	}
+	check("first", names, 1) // every container new: indexed past maxMisses, so even a first response costs a hash a line
+	check("sorted", names, 1)
+	if p.index != nil {
+		t.Error("a response in the previous order kept an index")
+	}
+	edited := append(append([]string{"a-new"}, names[1:10]...), names[11:]...)
+	check("one added, two removed", edited, 2)
+	if p.index != nil {
+		t.Error("a response with three changes built an index")
+	}
+	shuffled := slices.Clone(edited)
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	check("shuffled", shuffled, 3)
+	if p.index == nil {
+		t.Error("a shuffled response did not build an index")
+	}
+	reversed := slices.Clone(shuffled)
+	slices.Reverse(reversed)
+	check("reversed", reversed, 4)
+	check("in order again", shuffled, 5)
+	check("and again", shuffled, 6)
+	if p.index != nil {
+		t.Error("the index outlived the shuffling")
+	}
+}
+
 func TestParseReusesAndForgets(t *testing.T) {
 	p := newParser()
 	var b storage.Batch
@@ -286,15 +349,15 @@ func TestParseReusesAndForgets(t *testing.T) {
 	p.parse(in, time.Now(), "n", &b)
 	first := b.Containers[0].Pod
 	p.parse(in, time.Now(), "n", &b)
-	if len(b.Containers) != 2 || len(p.containers) != 2 {
-		t.Fatalf("second parse: %d containers, %d interned", len(b.Containers), len(p.containers))
+	if len(b.Containers) != 2 || len(p.prev) != 2 {
+		t.Fatalf("second parse: %d containers, %d interned", len(b.Containers), len(p.prev))
 	}
 	if unsafe.StringData(first) != unsafe.StringData(b.Containers[0].Pod) {
 		t.Errorf("pod name was not interned between parses")
 	}
 	p.parse([]byte(node1+ctr("b", "c", 5, 6)), time.Now(), "n", &b)
-	if len(b.Containers) != 1 || b.Containers[0].Pod != "b" || len(p.containers) != 1 {
-		t.Errorf("a gone container is still there: %d containers, %d interned", len(b.Containers), len(p.containers))
+	if len(b.Containers) != 1 || b.Containers[0].Pod != "b" || len(p.prev) != 1 {
+		t.Errorf("a gone container is still there: %d containers, %d interned", len(b.Containers), len(p.prev))
 	}
 	// Nothing of the body stays with the parser: the worker gives a buffer a large response grew back, and
 	// scratch space a freak line grew goes too.
