@@ -25,7 +25,7 @@ func (d *dirty) reset() {
 // recomputed, its pods a patch over prev's (layers.go). It builds in full when the pods were renumbered since prev
 // (slots.indexOf) or prev's patches are already maxPatches deep. Called with s.mu held.
 func (s *Storage) buildInterim(prev *view) *view {
-	index := s.slots.indexOf(s.pods)
+	index := s.slots.indexOf()
 	if prev.layout != s.slots.layout || prev.pods == nil || prev.pods.depth >= maxPatches {
 		return s.buildView()
 	}

@@ -84,8 +84,7 @@ type Storage struct {
 
 	mu        sync.Mutex // held by writers: Append, Commit and the informers' events
 	nodes     map[string]*series
-	pods      map[podKey]*pod
-	slots     slots                // every pod by its slot
+	slots     slots                // every pod, by its key (slots.get) and by its slot
 	lastBatch map[string]batchMark // each batch key's previous Append
 	batches   uint64               // Append calls so far, the sequence number of series.batch
 	health    Health
@@ -114,7 +113,7 @@ func New(o Options) *Storage {
 	s := &Storage{
 		opts:      o,
 		nodes:     map[string]*series{},
-		pods:      map[podKey]*pod{},
+		slots:     newSlots(),
 		lastBatch: map[string]batchMark{},
 		health:    Health{Source: o.Source},
 		clock:     monoClock{now: o.Now, base: o.Now()},
@@ -160,7 +159,7 @@ func (s *Storage) store(b *Batch) Rejection {
 	for i := range b.Containers {
 		smp := &b.Containers[i]
 		key := podKey{smp.Namespace, smp.Pod}
-		p := s.pods[key]
+		p := s.slots.get(key)
 		if p == nil {
 			// Not bound (PodBound): deleted (a kubelet reports a terminating pod for a while), or not Running yet.
 			// Which pods exist is the informer's to say; keeping it would only bring back what PodDeleted dropped.
@@ -240,8 +239,7 @@ func (s *Storage) foreign(smp *ContainerSample, p *pod, rej *Rejection) {
 // addPod starts keeping a pod bound to node. Called with s.mu held.
 func (s *Storage) addPod(key podKey, node string) *pod {
 	p := &pod{node: node}
-	s.slots.add(p)
-	s.pods[key] = p
+	s.slots.add(key, p)
 	s.touchPod(p.slot)
 	return p
 }
@@ -268,7 +266,7 @@ func (s *Storage) PodBound(namespace, name, node string) {
 	key := podKey{namespace, name}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch p := s.pods[key]; {
+	switch p := s.slots.get(key); {
 	case p == nil:
 		s.addPod(key, node)
 	case p.node != node:
@@ -297,7 +295,7 @@ func (s *Storage) PodDeleted(namespace, name string) {
 	key := podKey{namespace, name}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if p, ok := s.pods[key]; ok {
+	if p := s.slots.get(key); p != nil {
 		s.dropPod(key, p, "deleted")
 	}
 }
@@ -306,6 +304,5 @@ func (s *Storage) PodDeleted(namespace, name string) {
 func (s *Storage) dropPod(key podKey, p *pod, reason string) {
 	seriesPruned.WithLabelValues(reason).Add(float64(len(p.containers)))
 	s.touchPod(p.slot)
-	s.slots.remove(p)
-	delete(s.pods, key)
+	s.slots.remove(key, p)
 }

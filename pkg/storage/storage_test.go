@@ -286,7 +286,7 @@ func TestStaleAfterAndMissedScrapes(t *testing.T) {
 	}
 	// Staleness is a rule of the data: the pod's samples go, its binding (the informer's to end) stays; and the
 	// batch mark of a key silent for --stale-after goes by the same rule, whatever the key names.
-	if p := f.pods[podKey{"ns", "p"}]; p == nil || len(p.containers) != 0 {
+	if p := f.slots.get(podKey{"ns", "p"}); p == nil || len(p.containers) != 0 {
 		t.Errorf("stale pod: %+v, want still bound, without series", p)
 	}
 	if len(f.lastBatch) != 0 {
@@ -318,15 +318,15 @@ func TestDeletedObjectsArePruned(t *testing.T) {
 	if _, ok := f.Pod("ns", "p"); !ok {
 		t.Error("live pod lost when another was deleted")
 	}
-	if len(f.nodes) != 0 || len(f.pods) != 1 {
-		t.Errorf("storage keeps %d nodes, %d pods; want 0, 1", len(f.nodes), len(f.pods))
+	if len(f.nodes) != 0 || f.slots.len() != 1 {
+		t.Errorf("storage keeps %d nodes, %d pods; want 0, 1", len(f.nodes), f.slots.len())
 	}
 	// A kubelet goes on reporting a terminating pod for a while: that must not bring it back, nor keep a pod that
 	// was never Running.
 	f.scrape(30*time.Second, nil, append(batch(30*time.Second), ctr("pending", "app", 30*time.Second, -time.Hour, 1, 1e6)))
 	f.scrape(45*time.Second, nil, append(batch(45*time.Second), ctr("pending", "app", 45*time.Second, -time.Hour, 2, 1e6)))
-	if _, ok := f.Pod("ns", "q"); ok || len(f.pods) != 1 {
-		t.Errorf("a deleted pod came back when its kubelet reported it again: storage keeps %d pods", len(f.pods))
+	if _, ok := f.Pod("ns", "q"); ok || f.slots.len() != 1 {
+		t.Errorf("a deleted pod came back when its kubelet reported it again: storage keeps %d pods", f.slots.len())
 	}
 	if p, ok := f.Pod("ns", "p"); !ok || !p.Timestamp.Equal(t0.Add(45*time.Second)) {
 		t.Errorf("live pod = %+v, %v after the deletion", p, ok)

@@ -65,8 +65,9 @@ func (s *Storage) prune(now int64) (pods int) {
 			delete(s.nodes, name)
 		}
 	}
-	for _, p := range s.pods {
+	for _, p := range s.slots.pods {
 		switch {
+		case p == nil:
 		case len(p.containers) == 0: // bound, no samples yet
 		case now-p.newestSeen() <= stale:
 			// A container missing from its pod's newest report is gone (an init container that completed, a
@@ -129,7 +130,7 @@ func (r *runs) add(name string, u Usage) {
 // held. A build allocates a constant number of objects, not one per pod: the entries and the usages are two slices,
 // and the names a third only when they differ from the previous full layer's (runs.add).
 func (s *Storage) buildView() *view {
-	v := s.newView(s.slots.indexOf(s.pods))
+	v := s.newView(s.slots.indexOf())
 	now := v.clock.now()
 	v.nodes = make(map[string]nodeEntry, len(s.nodes))
 	for name, sr := range s.nodes {
@@ -138,8 +139,10 @@ func (s *Storage) buildView() *view {
 		}
 	}
 	total := 0
-	for _, p := range s.pods {
-		total += len(p.containers)
+	for _, p := range s.slots.pods {
+		if p != nil {
+			total += len(p.containers)
+		}
 	}
 	l := &podLayer{entries: make([]podEntry, len(s.slots.pods))}
 	l.usages = make([]Usage, 0, total)
