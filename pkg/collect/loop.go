@@ -87,21 +87,43 @@ func (l *Loop) Run(ctx context.Context) {
 	}
 }
 
-// Warm collects once and keeps nothing, so that the source's connections are open before the first cycle. At a
-// cold start of a large cluster the kubelets' TLS handshakes are most of a first cycle's work (about 0.75 ms of CPU
-// a node, ours and the kubelet's: BENCHMARKS.md), and the pod informer's initial list takes seconds more than the
-// node informer's (15 to 25 s at 300,000 pods), so cmd warms the kubelet source once the nodes are known, while the
-// pods are still being listed: the first cycle then reaches every node and the first complete answer comes a
-// resolution sooner. It runs within the source's budget and must return before Run starts. more says whether the
-// budget cut it short with nodes not reached (ctx not done): warming again would open more connections, where a
-// warm-up that ran out of nodes, not time, would only repeat itself.
-func (l *Loop) Warm(ctx context.Context) (more bool) {
+// Warm collects and keeps nothing, so that the source's connections are open before the first cycle. At a cold
+// start of a large cluster the kubelets' TLS handshakes are most of a first cycle's work (about 0.75 ms of CPU a
+// node, ours and the kubelet's: BENCHMARKS.md), and the pod informer's initial list takes seconds more than the
+// node informer's (15 to 30 s at 300,000 pods), so cmd warms the kubelet source once the nodes are known, while the
+// pods are still being listed, and cancels ctx once they are: the first cycle then reaches every node and the first
+// complete answer comes a resolution sooner. Each round runs within the source's budget; when one runs out of
+// budget before the nodes (at 10,000 nodes one reached 5,000 to 10,000 of them), another follows, of only the nodes
+// not reached when the source can tell them (a retrier), at most maxWarmRounds. A round that ran out of nodes
+// instead (a kubelet that refuses at once) ends the warm-up: another would only repeat it. It must return before
+// Run starts.
+func (l *Loop) Warm(ctx context.Context) {
+	for round := 1; round <= maxWarmRounds && l.warm(ctx, round); round++ {
+	}
+}
+
+// maxWarmRounds bounds the warm-up when the pods take long to list: six budgets, a minute by default.
+const maxWarmRounds = 6
+
+// retrier is a source that can collect from only what its previous collection did not reach (the scraper).
+type retrier interface {
+	Retry(ctx context.Context, add storage.AppendFunc) storage.Outcome
+}
+
+// warm runs one round of Warm and says whether another would reach more.
+func (l *Loop) warm(ctx context.Context, round int) (more bool) {
 	start := l.opts.Now()
 	budget, cancel := context.WithTimeout(ctx, l.src.Budget())
 	defer cancel()
-	o := l.src.Collect(budget, func(*storage.Batch) storage.Rejection { return storage.Rejection{} })
+	discard := func(*storage.Batch) storage.Rejection { return storage.Rejection{} }
+	var o storage.Outcome
+	if r, ok := l.src.(retrier); ok && round > 1 {
+		o = r.Retry(budget, discard)
+	} else {
+		o = l.src.Collect(budget, discard)
+	}
 	klog.InfoS("Warmed up the source's connections before the first cycle", "source", l.opts.Source,
-		"reached", o.Reached, "listed", o.Listed, "duration", l.opts.Now().Sub(start))
+		"round", round, "reached", o.Reached, "tried", o.Listed, "duration", l.opts.Now().Sub(start))
 	return o.Reached < o.Listed && ctx.Err() == nil && errors.Is(budget.Err(), context.DeadlineExceeded)
 }
 

@@ -249,41 +249,61 @@ func TestWarmKeepsNothing(t *testing.T) {
 	}
 }
 
-// waitingSource reaches one node of two at once and the other never: its collection ends with its budget.
-type waitingSource struct{ budget time.Duration }
+// waitingSource reaches one node of two and the other never: each collection ends with its budget. retries counts
+// the collections of only what was not reached (Retry).
+type waitingSource struct {
+	budget            time.Duration
+	collects, retries atomic.Int32
+}
 
-func (w waitingSource) Budget() time.Duration { return w.budget }
+func (w *waitingSource) Budget() time.Duration { return w.budget }
 
-func (w waitingSource) Collect(ctx context.Context, _ storage.AppendFunc) storage.Outcome {
+func (w *waitingSource) Collect(ctx context.Context, _ storage.AppendFunc) storage.Outcome {
+	w.collects.Add(1)
 	<-ctx.Done()
 	return storage.Outcome{Listed: 2, Reached: 1, Success: true}
 }
 
-// TestWarmSaysWhetherAnotherRoundHelps: a warm-up whose budget ran out with nodes unreached says so (cmd warms again
-// while the pods are still being listed); one that reached every node, or that ran out of nodes rather than time
-// (a kubelet refusing at once), or whose context ended (the pods' sync), does not.
-func TestWarmSaysWhetherAnotherRoundHelps(t *testing.T) {
-	warm := func(src Source, ctx context.Context) bool {
+func (w *waitingSource) Retry(ctx context.Context, _ storage.AppendFunc) storage.Outcome {
+	w.retries.Add(1)
+	<-ctx.Done()
+	return storage.Outcome{Listed: 1, Reached: 0}
+}
+
+// TestWarmRounds: a warm-up whose budget runs out with nodes unreached goes on in rounds, of only what was not
+// reached, at most maxWarmRounds, until its context ends (the pods' sync), which also ends the round under way; a
+// warm-up that reached every node, or that ran out of nodes rather than time (a kubelet refusing at once), is one
+// round.
+func TestWarmRounds(t *testing.T) {
+	warm := func(src Source, ctx context.Context) {
 		l, err := New(src, storage.New(storage.Options{Source: "kubelet"}), Options{Source: "test", Resolution: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return l.Warm(ctx)
+		l.Warm(ctx)
 	}
-	if !warm(waitingSource{budget: 50 * time.Millisecond}, t.Context()) {
-		t.Error("a warm-up cut short by its budget with a node unreached: want another round")
+	slow := &waitingSource{budget: 20 * time.Millisecond}
+	warm(slow, t.Context())
+	if c, r := slow.collects.Load(), slow.retries.Load(); c != 1 || r != maxWarmRounds-1 {
+		t.Errorf("budgets that kept running out: %d collections and %d retries, want 1 and %d", c, r, maxWarmRounds-1)
 	}
 	for name, o := range map[string]storage.Outcome{
 		"every node reached":     {Listed: 2, Reached: 2, Success: true},
 		"a node refused at once": {Listed: 2, Reached: 1, Success: true},
 	} {
-		if warm(&fakeSource{budget: time.Minute, outcome: o}, t.Context()) {
-			t.Errorf("%s within the budget: want no other round", name)
+		src := &fakeSource{budget: time.Minute, outcome: o}
+		warm(src, t.Context())
+		if n := src.count(); n != 1 {
+			t.Errorf("%s within the budget: %d rounds, want 1", name, n)
 		}
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond) // the pods synced meanwhile
+	synced := &waitingSource{budget: time.Minute}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond) // the pods synced meanwhile
 	defer cancel()
-	if warm(waitingSource{budget: time.Minute}, ctx) {
-		t.Error("a warm-up ended by its context: want no other round")
+	start := time.Now()
+	warm(synced, ctx)
+	if d := time.Since(start); d > 10*time.Second || synced.collects.Load()+synced.retries.Load() != 1 {
+		t.Errorf("a warm-up whose context ended: %d rounds in %s, want the one, ended with the context",
+			synced.collects.Load()+synced.retries.Load(), d)
 	}
 }

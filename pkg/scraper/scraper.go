@@ -47,6 +47,7 @@ type nodeState struct {
 	parser    *parser
 	cycle     uint64 // the newest cycle that listed the node
 	failures  int    // consecutive failed scrapes: the error is logged at the first only
+	reached   bool   // the latest scrape succeeded (Retry skips the node)
 	rejecting bool   // storage rejected samples at the previous scrape
 	foreign   bool   // the previous response reported pods bound to other nodes
 	lossy     bool   // the previous response lost lines or samples
@@ -89,23 +90,36 @@ func (s *Scraper) Budget() time.Duration { return min(s.opts.Timeout, s.opts.Res
 // node's batch to add, and reports the cycle's outcome: a success when at least one node (or no node at all) was
 // scraped, and an error naming the nodes that failed.
 func (s *Scraper) Collect(ctx context.Context, add storage.AppendFunc) storage.Outcome {
+	return s.collect(ctx, add, false)
+}
+
+// Retry is Collect of only the nodes whose latest scrape failed or that were never scraped: what a warm-up round
+// cut short by its budget did not reach (collect.Loop.Warm), without scraping again the nodes it did.
+func (s *Scraper) Retry(ctx context.Context, add storage.AppendFunc) storage.Outcome {
+	return s.collect(ctx, add, true)
+}
+
+func (s *Scraper) collect(ctx context.Context, add storage.AppendFunc, unreached bool) storage.Outcome {
 	start := time.Now()
 	budget := s.Budget()
-	nodes, err := s.nodes.List(s.opts.NodeSelector)
+	listed, err := s.nodes.List(s.opts.NodeSelector)
 	if err != nil {
 		err = fmt.Errorf("kubelet source: listing nodes: %w", err)
 		klog.ErrorS(err, "Failed to list nodes")
 		return storage.Outcome{Err: err}
 	}
 	s.cycles++
-	states := make([]*nodeState, len(nodes))
-	for i, n := range nodes {
+	nodes, states := listed[:0:0], make([]*nodeState, 0, len(listed))
+	for _, n := range listed {
 		st := s.states[n.Name]
 		if st == nil {
 			st = &nodeState{parser: newParser()}
 			s.states[n.Name] = st
 		}
-		st.cycle, states[i] = s.cycles, st
+		st.cycle = s.cycles
+		if !unreached || !st.reached {
+			nodes, states = append(nodes, n), append(states, st)
+		}
 	}
 	s.forgetGoneNodes()
 
@@ -203,6 +217,7 @@ func (s *Scraper) scrape(ctx context.Context, w *worker, node *corev1.Node, st *
 		s.failed(node.Name, st, err)
 		return err
 	}
+	st.reached = true
 	requestsTotal.WithLabelValues(outcomeSuccess).Inc()
 	nodeUp.WithLabelValues(node.Name).Set(1)
 	if st.failures > 0 {
@@ -266,6 +281,7 @@ func (s *Scraper) failed(node string, st *nodeState, err error) {
 	requestsTotal.WithLabelValues(outcome).Inc()
 	nodeUp.WithLabelValues(node).Set(0)
 	st.failures++
+	st.reached = false
 	if st.failures == 1 || panicked && !st.panicking {
 		klog.ErrorS(err, "Failed to scrape node", append([]any{"node", klog.KRef("", node)}, logonly.KV(err)...)...)
 	} else {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -15,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/component-base/metrics/testutil"
+
+	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
 // TestFailingKubelets checks that every way a kubelet can fail is an error naming it, while a healthy node in the
@@ -276,6 +279,49 @@ func TestBudget(t *testing.T) {
 		}
 		if got := s.Budget(); got != tc.want {
 			t.Errorf("resolution %v, timeout %v: budget %v, want %v", tc.resolution, tc.timeout, got, tc.want)
+		}
+	}
+}
+
+// TestRetryOnlyUnreached: Retry (a warm-up's later rounds) scrapes only the nodes whose latest scrape failed and
+// the ones never scraped, and counts only them in its outcome.
+func TestRetryOnlyUnreached(t *testing.T) {
+	fixture := readFixture(t, "metrics-resource-30pods.txt")
+	var failing atomic.Bool
+	failing.Store(true)
+	hits := map[string]*atomic.Int32{"a": {}, "b": {}, "c": {}}
+	serve := func(name string) *httptest.Server {
+		return kubelet(t, func(w http.ResponseWriter, _ *http.Request) {
+			hits[name].Add(1)
+			if name == "b" && failing.Load() {
+				http.Error(w, "not yet", http.StatusServiceUnavailable)
+				return
+			}
+			_, _ = w.Write(fixture)
+		})
+	}
+	lister := &fakeLister{nodes: []*corev1.Node{nodeFor(t, "a", serve("a")), nodeFor(t, "b", serve("b"))}}
+	s, err := New(Options{InsecureTLS: true, UseNodeStatusPort: true}, lister)
+	if err != nil {
+		t.Fatal(err)
+	}
+	discard := func(*storage.Batch) storage.Rejection { return storage.Rejection{} }
+	if o := s.Collect(t.Context(), discard); o.Listed != 2 || o.Reached != 1 {
+		t.Fatalf("first collection: %+v, want 1 of 2 reached", o)
+	}
+	lister.mu.Lock()
+	lister.nodes = append(lister.nodes, nodeFor(t, "c", serve("c"))) // a node the first collection never saw
+	lister.mu.Unlock()
+	failing.Store(false)
+	if o := s.Retry(t.Context(), discard); o.Listed != 2 || o.Reached != 2 {
+		t.Errorf("retry: %+v, want the 2 unreached (b failed, c never scraped), both reached", o)
+	}
+	if o := s.Retry(t.Context(), discard); o.Listed != 0 {
+		t.Errorf("retry with every node reached: %+v, want nothing tried", o)
+	}
+	for name, want := range map[string]int32{"a": 1, "b": 2, "c": 1} {
+		if n := hits[name].Load(); n != want {
+			t.Errorf("kubelet %s scraped %d times, want %d", name, n, want)
 		}
 	}
 }

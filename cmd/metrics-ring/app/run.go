@@ -140,9 +140,6 @@ func Wire(o *Options, client kubernetes.Interface, restConfig *rest.Config) (*Wi
 	}, nil
 }
 
-// maxWarmRounds bounds the warm-up (Loop.Warm) when the pods take long to list: six budgets, a minute by default.
-const maxWarmRounds = 6
-
 // warmWhen says when the source's connections are warmed before the first cycle (Loop.Warm): the kubelet source's,
 // once the nodes are known. The Prometheus source's one connection costs nothing to open, and a discarded poll
 // would cost Prometheus a whole query.
@@ -169,11 +166,7 @@ func (w *Wired) Run(ctx context.Context) error {
 		go func() {
 			defer close(warmed)
 			if w.warm != nil && cache.WaitForCacheSync(warming.Done(), w.warm) {
-				// Again while the budget ran out before the nodes did and the pods are still being listed (at
-				// 10,000 nodes one budget reached 5,000 to 10,000 of them, and the pod list takes twice as long):
-				// each round opens more connections, and the pods' sync ends the round under way.
-				for round := 0; round < maxWarmRounds && w.Loop.Warm(warming); round++ {
-				}
+				w.Loop.Warm(warming) // until the pods are known (synced), in rounds
 			}
 		}()
 		if !cache.WaitForCacheSync(background.Done(), w.synced...) {
