@@ -185,8 +185,12 @@ func run(ctx context.Context, o options) (err error) {
 	}()
 	cp, err := framework.Start(ctx, framework.Options{Tools: tools, Dir: o.dir, Out: os.Stderr,
 		// Registration runs 32 writers and the load phase up to hundreds of readers through the aggregator; the
-		// defaults (400/200) would make the benchmark measure kube-apiserver's throttling instead.
-		ExtraAPIServerArgs: []string{"--max-requests-inflight=2000", "--max-mutating-requests-inflight=1000"}})
+		// defaults (400/200) would make the benchmark measure kube-apiserver's throttling instead. And no etcd
+		// compaction (every 5 minutes by default): compacting the registration's 300,000 pod revisions at 10,000
+		// nodes kept etcd and kube-apiserver busy (9 and 19 CPU-s a minute) through one server's window and cold
+		// start and not the other's.
+		ExtraAPIServerArgs: []string{"--max-requests-inflight=2000", "--max-mutating-requests-inflight=1000",
+			"--etcd-compaction-interval=0"}})
 	if err != nil {
 		return err
 	}
