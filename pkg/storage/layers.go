@@ -62,20 +62,17 @@ func (s *Storage) buildPatch(parent *podLayer) *podLayer {
 		}
 	}
 	l.before = make([]int32, len(l.has))
-	count := 0
+	count, containers := 0, 0
 	for w, word := range l.has {
 		l.before[w] = int32(count)
 		count += bits.OnesCount64(word)
-	}
-	l.entries = make([]podEntry, 0, count)
-	containers := 0
-	for w, word := range l.has {
 		for ; word != 0; word &= word - 1 {
 			if p := s.slots.pods[w<<6+bits.TrailingZeros64(word)]; p != nil {
 				containers += len(p.containers)
 			}
 		}
 	}
+	l.entries = make([]podEntry, 0, count)
 	// Sized ahead (grown by appending, they cost twice), and the names the patch's own (runs.add).
 	l.names, l.usages, l.owned = make([]string, 0, containers), make([]Usage, 0, containers), true
 	for w, word := range l.has {

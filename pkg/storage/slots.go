@@ -27,9 +27,6 @@ func (s *slots) get(key podKey) *pod {
 	return nil
 }
 
-// len is how many pods there are.
-func (s *slots) len() int { return len(s.index) }
-
 // add gives p, the pod of key, a slot.
 func (s *slots) add(key podKey, p *pod) {
 	if n := len(s.free); n > 0 {
