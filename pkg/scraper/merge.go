@@ -117,13 +117,14 @@ func (p *parser) lookup(namespace, pod, name []byte) *container {
 	} else {
 		c = p.find(namespace, pod, name)
 		if c == nil {
-			// One string holds the names storage keeps: one allocation, not three.
+			// One string holds the names storage keeps: one allocation, not three. Without the index's separators,
+			// which would cost every container kept 2 bytes, often a larger size class (480 B a node).
 			key := string(namespace) + string(pod) + string(name)
 			podAt, nameAt := len(namespace), len(namespace)+len(pod)
 			c = &container{namespace: key[:podAt], pod: key[podAt:nameAt], name: key[nameAt:], order: -1}
 			p.fresh = append(p.fresh, c)
 			if p.index != nil {
-				p.index[string(p.keyOf(namespace, pod, name))] = c
+				p.index[string(keyOf(p, namespace, pod, name))] = c
 			}
 		}
 		if c.order >= 0 {
@@ -152,12 +153,12 @@ func (p *parser) find(namespace, pod, name []byte) *container {
 		p.index = make(map[string]*container, len(p.prev)+len(p.fresh))
 		for _, cs := range [2][]*container{p.prev, p.fresh} {
 			for _, c := range cs {
-				p.index[c.namespace+"\x00"+c.pod+"\x00"+c.name] = c
+				p.index[string(keyOf(p, c.namespace, c.pod, c.name))] = c
 			}
 		}
 	}
 	if p.index != nil {
-		return p.index[string(p.keyOf(namespace, pod, name))]
+		return p.index[string(keyOf(p, namespace, pod, name))]
 	}
 	for _, cs := range [2][]*container{p.prev, p.fresh} {
 		for _, c := range cs {
@@ -169,8 +170,9 @@ func (p *parser) find(namespace, pod, name []byte) *container {
 	return nil
 }
 
-// keyOf is the index's key for the names, in the parser's scratch.
-func (p *parser) keyOf(namespace, pod, name []byte) []byte {
+// keyOf is the index's key for the names (namespace \x00 pod \x00 container), in the parser's scratch: from a
+// response's bytes, or from a known container's strings when the index is built.
+func keyOf[T string | []byte](p *parser, namespace, pod, name T) []byte {
 	p.key = append(append(append(append(append(p.key[:0], namespace...), 0), pod...), 0), name...)
 	return p.key
 }
