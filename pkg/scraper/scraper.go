@@ -47,7 +47,6 @@ type nodeState struct {
 	parser    *parser
 	cycle     uint64 // the newest cycle that listed the node
 	failures  int    // consecutive failed scrapes: the error is logged at the first only
-	reached   bool   // the latest scrape succeeded (Retry skips the node)
 	rejecting bool   // storage rejected samples at the previous scrape
 	foreign   bool   // the previous response reported pods bound to other nodes
 	lossy     bool   // the previous response lost lines or samples
@@ -112,12 +111,13 @@ func (s *Scraper) collect(ctx context.Context, add storage.AppendFunc, unreached
 	nodes, states := listed[:0:0], make([]*nodeState, 0, len(listed))
 	for _, n := range listed {
 		st := s.states[n.Name]
-		if st == nil {
+		fresh := st == nil // every node a collection lists, it tries: one it had, it reached unless it failed
+		if fresh {
 			st = &nodeState{parser: newParser()}
 			s.states[n.Name] = st
 		}
 		st.cycle = s.cycles
-		if !unreached || !st.reached {
+		if !unreached || fresh || st.failures > 0 {
 			nodes, states = append(nodes, n), append(states, st)
 		}
 	}
@@ -217,7 +217,6 @@ func (s *Scraper) scrape(ctx context.Context, w *worker, node *corev1.Node, st *
 		s.failed(node.Name, st, err)
 		return err
 	}
-	st.reached = true
 	requestsTotal.WithLabelValues(outcomeSuccess).Inc()
 	nodeUp.WithLabelValues(node.Name).Set(1)
 	if st.failures > 0 {
@@ -281,7 +280,6 @@ func (s *Scraper) failed(node string, st *nodeState, err error) {
 	requestsTotal.WithLabelValues(outcome).Inc()
 	nodeUp.WithLabelValues(node).Set(0)
 	st.failures++
-	st.reached = false
 	if st.failures == 1 || panicked && !st.panicking {
 		klog.ErrorS(err, "Failed to scrape node", append([]any{"node", klog.KRef("", node)}, logonly.KV(err)...)...)
 	} else {
