@@ -22,9 +22,9 @@ import (
 // newest committed snapshot (storage's Committed), not the newest: during a long cycle storage also publishes what
 // has landed every second, and those interim snapshots are retained for only storage.RetainedViews publications, a
 // few seconds, where a page-through of 300,000 pods by 500 (kubectl get's default) takes tens; a committed one that
-// a page read (storage pins it) is retained for RetainedViews cycles. Between cycles, most of the time, the two are the same. A token whose snapshot
-// is no longer retained (a list paged more slowly than that) is 410 Gone, as Kubernetes answers an expired continue
-// token; the client lists again from the start.
+// a page read (storage pins it) is retained for RetainedViews cycles. Between cycles, most of the time, the two are
+// the same. A token whose snapshot is no longer retained (a list paged more slowly than that) is 410 Gone, as
+// Kubernetes answers an expired continue token; the client lists again from the start.
 
 // snapshotFor returns the snapshot a list reads (latest, the request's, for a list without limit; the newest
 // committed one for a first page) and the key of the last item already returned ("" for a first page).

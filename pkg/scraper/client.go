@@ -52,8 +52,8 @@ const (
 )
 
 // smallConnBuffers sets connWriteBuffer and connReadBuffer, and one connection a kubelet, on the *http.Transport
-// under rt's client-go wrappers (which keep the values when certificate rotation clones the transport). Called by restConfig's WrapTransport
-// before the transport sends anything; a transport of another kind is left as it is.
+// under rt's client-go wrappers (which keep the values when certificate rotation clones the transport). Called by
+// restConfig's WrapTransport before the transport sends anything; a transport of another kind is left as it is.
 func smallConnBuffers(rt http.RoundTripper) {
 	for rt != nil {
 		switch t := rt.(type) {
