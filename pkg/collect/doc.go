@@ -7,7 +7,7 @@
 // A source (pkg/scraper for kubelets, pkg/adapter for Prometheus) fetches and parses only: it keeps no loop, no
 // health and no knowledge of storage beyond the types of a batch. The loop times each cycle in
 // metrics_ring_<source>_collection_duration_seconds. cmd builds one source and one loop, warms the kubelet source
-// once the nodes are known (Warm: collections that keep nothing, in rounds until the pods are known, so the first
-// cycle runs on open connections), and runs the loop once the informers have synced. The dependencies go one way:
-// sources and this package import storage, never each other.
+// once the nodes are known (Warm: collections, in rounds until the pods are known, so the first cycle runs on open
+// connections and appends the newest batch of each node the warm-up kept), and runs the loop once the informers have
+// synced. The dependencies go one way: sources and this package import storage, never each other.
 package collect

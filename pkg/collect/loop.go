@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
+	"sync"
 	"time"
 
 	"k8s.io/component-base/metrics"
@@ -42,6 +44,16 @@ type Loop struct {
 	store    *storage.Storage
 	opts     Options
 	duration *metrics.Histogram
+
+	// warmed is the newest batch of each key the warm-up collected, copied, for the first cycle (Warm).
+	warmMu sync.Mutex
+	warmed map[string]warmBatch
+}
+
+// warmBatch is a batch the warm-up kept and when it landed.
+type warmBatch struct {
+	b  *storage.Batch
+	at time.Time
 }
 
 // sourceName is what a source's name may be: it becomes part of a metric name.
@@ -87,16 +99,19 @@ func (l *Loop) Run(ctx context.Context) {
 	}
 }
 
-// Warm collects and keeps nothing, so that the source's connections are open before the first cycle. At a cold
-// start of a large cluster the kubelets' TLS handshakes are most of a first cycle's work (about 0.75 ms of CPU a
-// node, ours and the kubelet's: BENCHMARKS.md), and the pod informer's initial list takes seconds more than the
-// node informer's (15 to 30 s at 300,000 pods), so cmd warms the kubelet source once the nodes are known, while the
-// pods are still being listed, and cancels ctx once they are: the first cycle then reaches every node and the first
-// complete answer comes a resolution sooner. Each round runs within the source's budget; when one runs out of
-// budget before the nodes (at 10,000 nodes one reached 5,000 to 10,000 of them), another follows, of only the nodes
-// not reached when the source can tell them (a retrier), at most maxWarmRounds. A round that ran out of nodes
-// instead (a kubelet that refuses at once) ends the warm-up: another would only repeat it. It must return before
-// Run starts.
+// Warm collects before the first cycle, so that the source's connections are open then and each series has a sample
+// already. At a cold start of a large cluster the kubelets' TLS handshakes are most of a first cycle's work (about
+// 0.75 ms of CPU a node, ours and the kubelet's: BENCHMARKS.md), and the pod informer's initial list takes seconds
+// more than the node informer's (15 to 30 s at 300,000 pods), so cmd warms the kubelet source once the nodes are
+// known, while the pods are still being listed, and cancels ctx once they are. What the warm-up collected is neither
+// stored nor published then: whose pod is whose is not known yet (DESIGN.md section 2, "Whose samples count"). The
+// newest batch of each node is kept and appended at the start of the first cycle, once the pods are known and if it
+// is at least half a resolution old (appendWarmed), so storage judges it as any other; a series that needs two
+// samples is then servable after the first cycle rather than the second, a resolution sooner (its window says the
+// longer span). Each round runs within the source's budget; when one runs out of budget before the nodes (at 10,000
+// nodes one reached 5,000 to 10,000 of them), another follows, of only the nodes not reached when the source can
+// tell them (a retrier), at most maxWarmRounds. A round that ran out of nodes instead (a kubelet that refuses at
+// once) ends the warm-up: another would only repeat it. It must return before Run starts.
 func (l *Loop) Warm(ctx context.Context) {
 	for round := 1; round <= maxWarmRounds && l.warm(ctx, round); round++ {
 	}
@@ -115,16 +130,47 @@ func (l *Loop) warm(ctx context.Context, round int) (more bool) {
 	start := l.opts.Now()
 	budget, cancel := context.WithTimeout(ctx, l.src.Budget())
 	defer cancel()
-	discard := func(*storage.Batch) storage.Rejection { return storage.Rejection{} }
 	var o storage.Outcome
 	if r, ok := l.src.(retrier); ok && round > 1 {
-		o = r.Retry(budget, discard)
+		o = r.Retry(budget, l.keepWarmed)
 	} else {
-		o = l.src.Collect(budget, discard)
+		o = l.src.Collect(budget, l.keepWarmed)
 	}
 	klog.InfoS("Warmed up the source's connections before the first cycle", "source", l.opts.Source,
 		"round", round, "reached", o.Reached, "tried", o.Listed, "duration", l.opts.Now().Sub(start))
 	return o.Reached < o.Listed && ctx.Err() == nil && errors.Is(budget.Err(), context.DeadlineExceeded)
+}
+
+// keepWarmed keeps a copy of one batch the warm-up collected (a source reuses its batches), the newest of its key.
+// Its strings are the source's and immutable; only the slices are copied. At 10,000 nodes of 30 pods that is about
+// 40 MB until the first cycle appends it.
+func (l *Loop) keepWarmed(b *storage.Batch) storage.Rejection {
+	c := *b
+	c.Nodes, c.Containers = slices.Clone(b.Nodes), slices.Clone(b.Containers)
+	at := l.opts.Now()
+	l.warmMu.Lock()
+	defer l.warmMu.Unlock()
+	if l.warmed == nil {
+		l.warmed = map[string]warmBatch{}
+	}
+	l.warmed[b.Key] = warmBatch{&c, at}
+	return storage.Rejection{} // judged when appended: a pod's node is not known yet
+}
+
+// appendWarmed appends to the first cycle what the warm-up kept at least half a resolution before now, and lets
+// all of it go. A younger one would make the first rates span a fraction of the window the API promises, and so
+// be noisier than any later (a small cluster's pods are listed within a second); a kubelet refreshes its stats
+// about every 10 s, so it would mostly be a repeat anyway.
+func (l *Loop) appendWarmed(c *storage.Cycle, now time.Time) {
+	l.warmMu.Lock()
+	warmed := l.warmed
+	l.warmed = nil
+	l.warmMu.Unlock()
+	for _, w := range warmed {
+		if now.Sub(w.at) >= l.opts.Resolution/2 {
+			c.Append(w.b)
+		}
+	}
 }
 
 // cycle runs one collection cycle: the source collects within its budget into a storage cycle, published as its
@@ -134,6 +180,7 @@ func (l *Loop) cycle(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, l.src.Budget())
 	defer cancel()
 	c := l.store.BeginCycle()
+	l.appendWarmed(c, start)
 	stop := l.publishing(c)
 	o := l.src.Collect(ctx, c.Append)
 	stop()

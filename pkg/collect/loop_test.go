@@ -219,33 +219,84 @@ func TestCyclePublishesBeforeItCommits(t *testing.T) {
 	}
 }
 
-// TestWarmKeepsNothing: the warm-up before the first cycle collects once within the source's budget, and what it
-// collected is neither stored nor published, nor counted as a cycle: readiness and the 503 still wait for the
-// first real one.
-func TestWarmKeepsNothing(t *testing.T) {
-	store := storage.New(storage.Options{Source: "kubelet"})
-	src := &fakeSource{budget: 3 * time.Second, outcome: storage.Outcome{Success: true, Listed: 1, Reached: 1}}
-	l, err := New(src, store, Options{Source: "test", Resolution: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gen := store.Latest().Generation()
-	before := time.Now()
-	l.Warm(context.Background())
-	if src.count() != 1 {
-		t.Fatalf("the warm-up collected %d times, want once", src.count())
-	}
-	if d := src.deadlines[0]; d.Before(before.Add(3*time.Second)) || d.After(time.Now().Add(3*time.Second)) {
-		t.Errorf("warm-up deadline %s: want the source's 3 s budget", d.Sub(before))
-	}
-	snap := store.Latest()
-	if snap.Generation() != gen || snap.Health().Cycles != 0 || snap.Unavailable() == nil {
-		t.Errorf("after the warm-up: generation %d (was %d), health %+v: want nothing published", snap.Generation(),
-			gen, snap.Health())
-	}
-	l.cycle(context.Background())
-	if n, ok := store.Latest().Node("n1"); !ok || n.CPU != 2e9 {
-		t.Errorf("the first cycle serves %+v %v: want its own sample (CPU 2, the source's second collection)", n, ok)
+// kubeletSource reports node n1, pod ns/p (bound to n1) and pod ns/q (bound to n2 by the time it is judged), with
+// cumulative CPU: 10 core-seconds more every collection, stats 10 s apart, as a kubelet would.
+type kubeletSource struct {
+	base time.Time
+	n    int
+}
+
+func (k *kubeletSource) Budget() time.Duration { return time.Minute }
+
+func (k *kubeletSource) Collect(_ context.Context, add storage.AppendFunc) storage.Outcome {
+	k.n++
+	at := k.base.Add(time.Duration(k.n) * 10 * time.Second)
+	smp := storage.Sample{Timestamp: at, CPU: float64(10 * k.n), Memory: 1 << 20}
+	b := &storage.Batch{Key: "n1", CPU: storage.CPUCumulative, Nodes: []storage.NodeSample{{Node: "n1", Sample: smp}},
+		Containers: []storage.ContainerSample{{Namespace: "ns", Pod: "p", Container: "c", Sample: smp},
+			{Namespace: "ns", Pod: "q", Container: "c", Sample: smp}}}
+	add(b)
+	b.Nodes[0].CPU, b.Containers[0].CPU = -1, -1 // a source reuses its batch once add returns
+	return storage.Outcome{Success: true, Listed: 1, Reached: 1}
+}
+
+// TestWarmSamplesCountFromTheFirstCycle: the warm-up before the first cycle collects once within the source's
+// budget; what it collected is neither stored nor published then, nor counted as a cycle (readiness and the 503
+// still wait for the first real one), but the first cycle appends it before its own, judged by whose pod is whose
+// as known by then: the first cycle serves a CPU rate over both samples, a resolution sooner than without, and a
+// pod bound elsewhere meanwhile gets nothing from it. A warm-up less than half a resolution before the first cycle
+// (a small cluster's pods listed at once) is not used: the first rate would span a fraction of the window.
+func TestWarmSamplesCountFromTheFirstCycle(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		warmToRun time.Duration // between the warm-up and the first cycle, on the loop's clock
+		served    bool
+	}{
+		{"the pods listed 20 s after the warm-up", 20 * time.Second, true},
+		{"half a resolution after", 5 * time.Second, true},
+		{"less than half a resolution after", 4 * time.Second, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := storage.New(storage.Options{Source: "kubelet", Resolution: 10 * time.Second})
+			src := &kubeletSource{base: time.Now()}
+			now := time.Now()
+			clock := func() time.Time { return now }
+			l, err := New(src, store, Options{Source: "test", Resolution: 10 * time.Second, Now: clock})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gen := store.Latest().Generation()
+			l.Warm(context.Background())
+			if src.n != 1 {
+				t.Fatalf("the warm-up collected %d times, want once", src.n)
+			}
+			snap := store.Latest()
+			if snap.Generation() != gen || snap.Health().Cycles != 0 || snap.Unavailable() == nil {
+				t.Errorf("after the warm-up: generation %d (was %d), health %+v: want nothing published",
+					snap.Generation(), gen, snap.Health())
+			}
+			// The pods are known once the warm-up ends: p on the node that reported it, q on another.
+			store.PodBound("ns", "p", "n1")
+			store.PodBound("ns", "q", "n2")
+			now = now.Add(tc.warmToRun)
+			l.cycle(context.Background())
+			snap = store.Latest()
+			n, ok := snap.Node("n1")
+			if ok != tc.served || ok && (n.CPU != 1e9 || n.Window != 10*time.Second) {
+				t.Errorf("after the first cycle node n1 is %+v (served %v), want served %v: 1 core over the 10 s since "+
+					"the warm-up's sample", n, ok, tc.served)
+			}
+			if p, ok := snap.Pod("ns", "p"); ok != tc.served || ok && (len(p.Usages) != 1 || p.Usages[0].CPU != 1e9) {
+				t.Errorf("after the first cycle pod ns/p is %+v (served %v), want served %v: 1 core", p, ok, tc.served)
+			}
+			if p, ok := snap.Pod("ns", "q"); ok {
+				t.Errorf("pod ns/q, bound to n2, served %+v from n1's samples", p)
+			}
+			l.cycle(context.Background())
+			if n, ok := store.Latest().Node("n1"); !ok || n.CPU != 1e9 || n.Window != 10*time.Second {
+				t.Errorf("after the second cycle node n1 is %+v (served %v): want 1 core over 10 s", n, ok)
+			}
+		})
 	}
 }
 

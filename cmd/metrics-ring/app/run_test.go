@@ -226,7 +226,7 @@ func TestWiring(t *testing.T) {
 
 // TestWarmUpWhilePodsAreListed: once the nodes are known, the kubelets are scraped once (their connections opened)
 // while the pod informer's initial list is still under way, but nothing is published and /readyz keeps failing
-// until the first cycle, which starts once the pods are known.
+// until the first cycle, which starts once the pods are known and serves a rate from the warm-up's sample to its own.
 func TestWarmUpWhilePodsAreListed(t *testing.T) {
 	// The pod list fails until released, as a slow one would not have answered: the informer retries. (A reactor
 	// that blocked would hold the fake clientset's lock, and the node list with it.)
@@ -238,14 +238,17 @@ func TestWarmUpWhilePodsAreListed(t *testing.T) {
 			}
 			return false, nil, nil
 		})
-	})
+		// A resolution of 2 s: the warm-up is over half a resolution old when the pods are known, 1.5 s later; and a
+		// --stale-after that outlasts the informer's retries (up to seconds apart), so its sample pairs with the
+		// first cycle's.
+	}, "--metric-resolution=2s", "--stale-after=30s")
 	for i := 0; i < 200 && f.scrapes.Load() == 0; i++ { // bounded: one scrape of one loopback kubelet
 		time.Sleep(25 * time.Millisecond)
 	}
 	if f.scrapes.Load() == 0 {
 		t.Fatal("no kubelet scraped while the pods were being listed: the first cycle would open every connection")
 	}
-	time.Sleep(1500 * time.Millisecond) // more than a resolution: no cycle may start before the pods are known
+	time.Sleep(1500 * time.Millisecond) // a cycle that did not wait for the pods would have started at once
 	if h := f.w.Storage.Latest().Health(); h.Cycles != 0 {
 		t.Fatalf("%d cycles committed before the pod informer synced", h.Cycles)
 	}
@@ -256,6 +259,25 @@ func TestWarmUpWhilePodsAreListed(t *testing.T) {
 		t.Fatalf("/readyz %d (%v) before the first cycle", code, err)
 	}
 	released.Store(true)
+	// The warm-up's response (over half a resolution old by now) counts: the first cycle's commit serves node-1
+	// and its pod with a rate over both samples, and still nothing of p2, bound to node-2.
+	var first storage.Snapshot
+	for i := 0; i < 1000 && (first == nil || first.Health().Cycles == 0); i++ { // bounded: 10 s
+		time.Sleep(10 * time.Millisecond)
+		first = f.w.Storage.Latest()
+	}
+	if h := first.Health(); h.Cycles != 1 {
+		t.Fatalf("health %+v once the pods were listed: want the first cycle's commit", h)
+	}
+	if n, ok := first.Node("node-1"); !ok || n.Window < time.Second {
+		t.Errorf("the first cycle serves node-1 as %+v (%v): want a rate since the warm-up's sample", n, ok)
+	}
+	if _, ok := first.Pod("ns", "p1"); !ok {
+		t.Error("the first cycle does not serve ns/p1, whose two samples it had")
+	}
+	if p, ok := first.Pod("ns", "p2"); ok {
+		t.Errorf("ns/p2, bound to node-2, served from node-1's warm-up: %+v", p)
+	}
 	body := f.waitReady(t)
 	if !strings.Contains(body, "readyz check passed") {
 		t.Fatalf("/readyz never passed once the pods were listed:\n%s", body)
