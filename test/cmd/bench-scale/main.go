@@ -7,7 +7,8 @@
 // list every pod at once for a bounded time and reports errors, whether collection kept its interval, and memory.
 // The reader phase (-readers, issue 14) has watchers of every pod and clients paging through every pod at once,
 // and reports the events each watcher received against those due, the page-throughs, collection, and peak
-// against idle RSS. With -baseline-binary=PATH (another metrics-ring, e.g. the previous code) and
+// against idle RSS. With -baseline-binary=PATH (another metrics-ring, e.g. the previous code; repeatable, so one
+// registration serves a bisection) and
 // -metrics-server=VERSION (upstream metrics-server) the same phases run against them on the same cluster
 // afterwards, one server at a time, so a shared, noisy machine still gives honest ratios. Results are printed as a table; everything started is
 // stopped on exit, also on Ctrl-C. `make bench-scale` and `make bench-load` run it; neither is part of `make test`.
@@ -45,7 +46,8 @@ type options struct {
 	readersPageSize, readersMaxPages int
 	readersDuration                  time.Duration
 	readersRSSLimit                  uint64
-	metricsServer, baseline          string
+	metricsServer                    string
+	baselines                        []string
 	cpuProfile, heapProfile          string
 	cpuProfileWindow                 bool
 	keep                             bool
@@ -79,7 +81,10 @@ func main() {
 	flag.DurationVar(&o.readersDuration, "readers-duration", 60*time.Second, "how long the reader phase runs (the watchers then get one -resolution more to receive the last collection)")
 	flag.IntVar(&o.readersMaxPages, "readers-max-pages", 1000000, "upper bound on pages requested in the reader phase")
 	flag.Uint64Var(&o.readersRSSLimit, "readers-rss-limit", 4<<30, "stop the reader phase at once when the server's RSS passes this many bytes (the machine is shared)")
-	flag.StringVar(&o.baseline, "baseline-binary", "", "also run the phases against this metrics-ring binary (e.g. the previous code, built with go build -o PATH ./cmd/metrics-ring) on the same cluster, after this repository's, for ratios")
+	flag.Func("baseline-binary", "also run the phases against this metrics-ring binary (e.g. the previous code, built with go build -o PATH ./cmd/metrics-ring) on the same cluster, after this repository's, for ratios; repeatable (one after the other, in the order given, each named by its file name)", func(v string) error {
+		o.baselines = append(o.baselines, v)
+		return nil
+	})
 	flag.StringVar(&o.metricsServer, "metrics-server", "", "also run the phases against this metrics-server version (e.g. v0.9.0, built once from its module) on the same cluster, for ratios")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "save a CPU profile of metrics-ring to this file: while collecting (one -measure long) after the scale phase, and during the load phase as FILE.load")
 	flag.BoolVar(&o.cpuProfileWindow, "cpuprofile-window", false, "with -cpuprofile, also profile metrics-ring during the collection window itself, into FILE.window (the profiler's own cost then counts in the window's CPU)")
@@ -133,10 +138,15 @@ func (o options) validate() error {
 		return fmt.Errorf("need -readers-watchers and -readers-pagers >= 0 (not both 0), -readers-page-size >= 1, " +
 			"-readers-duration >= 1s, -readers-max-pages >= 1 and -readers-rss-limit >= 1 MiB")
 	}
-	if o.baseline != "" {
-		if st, err := os.Stat(o.baseline); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-			return fmt.Errorf("-baseline-binary %q is not an executable file (%v)", o.baseline, err)
+	names := map[string]bool{}
+	for _, b := range o.baselines {
+		if st, err := os.Stat(b); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+			return fmt.Errorf("-baseline-binary %q is not an executable file (%v)", b, err)
 		}
+		if names[filepath.Base(b)] {
+			return fmt.Errorf("-baseline-binary %q: another has the file name %q, which names its results", b, filepath.Base(b))
+		}
+		names[filepath.Base(b)] = true
 	}
 	// metrics-server panics on a resolution under 10s or not above its 10s kubelet request timeout.
 	if o.metricsServer != "" && o.resolution <= 10*time.Second {
@@ -161,8 +171,8 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 	targets := []target{metricsRing(tools.MetricsRing)}
-	if o.baseline != "" {
-		targets = append(targets, baselineRing(o.baseline))
+	for _, b := range o.baselines {
+		targets = append(targets, baselineRing(b))
 	}
 	if o.metricsServer != "" {
 		bin, err := framework.BuildMetricsServer(o.cache, o.metricsServer, os.Stderr)
