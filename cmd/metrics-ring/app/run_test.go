@@ -262,7 +262,7 @@ func TestWarmUpWhilePodsAreListed(t *testing.T) {
 	// The warm-up's response (over half a resolution old by now) counts: the first cycle's commit serves node-1
 	// and its pod with a rate over both samples, and still nothing of p2, bound to node-2.
 	var first storage.Snapshot
-	for i := 0; i < 1000 && (first == nil || first.Health().Cycles == 0); i++ { // bounded: 10 s
+	for i := 0; i < 3000 && (first == nil || first.Health().Cycles == 0); i++ { // bounded: 30 s, the informer's retries
 		time.Sleep(10 * time.Millisecond)
 		first = f.w.Storage.Latest()
 	}
