@@ -222,13 +222,16 @@ func TestCyclePublishesBeforeItCommits(t *testing.T) {
 // kubeletSource reports node n1, pod ns/p (bound to n1) and pod ns/q (bound to n2 by the time it is judged), with
 // cumulative CPU: 10 core-seconds more every collection, stats 10 s apart, as a kubelet would.
 type kubeletSource struct {
-	base time.Time
-	n    int
+	base      time.Time
+	n         int
+	deadlines []time.Time // of each collection's context
 }
 
 func (k *kubeletSource) Budget() time.Duration { return time.Minute }
 
-func (k *kubeletSource) Collect(_ context.Context, add storage.AppendFunc) storage.Outcome {
+func (k *kubeletSource) Collect(ctx context.Context, add storage.AppendFunc) storage.Outcome {
+	d, _ := ctx.Deadline()
+	k.deadlines = append(k.deadlines, d)
 	k.n++
 	at := k.base.Add(time.Duration(k.n) * 10 * time.Second)
 	smp := storage.Sample{Timestamp: at, CPU: float64(10 * k.n), Memory: 1 << 20}
@@ -266,9 +269,13 @@ func TestWarmSamplesCountFromTheFirstCycle(t *testing.T) {
 				t.Fatal(err)
 			}
 			gen := store.Latest().Generation()
+			before := time.Now()
 			l.Warm(context.Background())
 			if src.n != 1 {
 				t.Fatalf("the warm-up collected %d times, want once", src.n)
+			}
+			if d := src.deadlines[0]; d.Before(before.Add(src.Budget())) || d.After(time.Now().Add(src.Budget())) {
+				t.Errorf("warm-up deadline %s: want the source's budget, %s", d.Sub(before), src.Budget())
 			}
 			snap := store.Latest()
 			if snap.Generation() != gen || snap.Health().Cycles != 0 || snap.Unavailable() == nil {
