@@ -1,17 +1,17 @@
 // Command bench-scale is metrics-ring's scale and load benchmark (issues 6 and 7): a local control plane (etcd +
-// kube-apiserver on loopback), N simulated kubelets x P pods x C containers registered as real Node and Pod
-// objects, and metrics-ring --source=kubelet behind the v1beta1.metrics.k8s.io APIService.
+// kube-apiserver on loopback), N simulated kubelets x P pods x C containers registered as real Node and Pod objects,
+// and metrics-ring --source=kubelet behind the v1beta1.metrics.k8s.io APIService.
 //
 // The scale phase measures the time to the first complete answer, collection CPU with no API load, memory, list
-// latency and bytes (direct and through the aggregator) and freshness. The load phase (-load) has many clients
-// list every pod at once for a bounded time and reports errors, whether collection kept its interval, and memory.
-// The reader phase (-readers, issue 14) has watchers of every pod and clients paging through every pod at once,
-// and reports the events each watcher received against those due, the page-throughs, collection, and peak
-// against idle RSS. With -baseline-binary=PATH (another metrics-ring, e.g. the previous code; repeatable, so one
-// registration serves a bisection) and
-// -metrics-server=VERSION (upstream metrics-server) the same phases run against them on the same cluster
-// afterwards, one server at a time, so a shared, noisy machine still gives honest ratios. Results are printed as a table; everything started is
-// stopped on exit, also on Ctrl-C. `make bench-scale` and `make bench-load` run it; neither is part of `make test`.
+// latency and bytes (direct and through the aggregator) and freshness. The load phase (-load) has many clients list
+// every pod at once for a bounded time and reports errors, whether collection kept its interval, and memory. The
+// reader phase (-readers, issue 14) has watchers of every pod and clients paging through every pod at once, and
+// reports the events each watcher received against those due, the page-throughs, collection, and peak against idle
+// RSS. With -baseline-binary=PATH (another metrics-ring, e.g. the previous code; repeatable, so one registration
+// serves a bisection) and -metrics-server=VERSION (upstream metrics-server) the same phases run against them on the
+// same cluster afterwards, one server at a time, so a shared, noisy machine still gives honest ratios. Results are
+// printed as a table; everything started is stopped on exit, also on Ctrl-C. `make bench-scale` and `make
+// bench-load` run it; neither is part of `make test`.
 package main
 
 import (
