@@ -98,6 +98,35 @@ func (a *Adapter) Collect(ctx context.Context, add storage.AppendFunc) storage.O
 			failed = failed || !q.optional
 		}
 	}
+	stored, mapErr := a.store(results, add)
+	if mapErr != nil {
+		errs, failed = append(errs, mapErr), true
+	}
+	err := errors.Join(errs...)
+	klog.V(2).InfoS("Polled Prometheus", "nodes", stored.nodes, "containers", stored.containers, "duration", a.now().Sub(start), "err", err)
+	return storage.Outcome{Success: !failed, Err: err}
+}
+
+// counts are how many nodes and containers a poll stored.
+type counts struct{ nodes, containers int }
+
+// store maps the queries' results to samples and hands them to add. A panic there loses what the poll had not stored,
+// not the process (DESIGN.md section 3): an error, counted, and logged with its stack once per streak of panics.
+func (a *Adapter) store(results []result, add storage.AppendFunc) (c counts, err error) {
+	defer func() {
+		_, was := a.failing["mapping"]
+		if p := recover(); p != nil {
+			err = logonly.Recovered(p, "mapping the results")
+			mappingPanics.Inc()
+			if !was {
+				a.failing["mapping"] = "panic"
+				klog.ErrorS(err, "Prometheus results lost; will log again when a poll maps", logonly.KV(err)...)
+			}
+		} else if was {
+			delete(a.failing, "mapping")
+			klog.InfoS("Prometheus results are mapped again")
+		}
+	}()
 	var sk skipped
 	qc := a.queries
 	var containerSwap, nodeSwap model.Vector
@@ -115,9 +144,7 @@ func (a *Adapter) Collect(ctx context.Context, add storage.AppendFunc) storage.O
 		rej.Example = r2.Example
 	}
 	a.reportSkipped(sk, rej)
-	err := errors.Join(errs...)
-	klog.V(2).InfoS("Polled Prometheus", "nodes", len(nodes), "containers", len(containers), "duration", a.now().Sub(start), "err", err)
-	return storage.Outcome{Success: !failed, Err: err}
+	return counts{len(nodes), len(containers)}, nil
 }
 
 // run runs one query. A panic loses that query only (DESIGN.md section 3): an error, counted and logged with its

@@ -29,12 +29,17 @@ var (
 		Help:           "Result series not served: missing naming labels (unmapped), naming an object twice (duplicate), or CPU without memory (partial).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
+	mappingPanics = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: "metrics_ring", Subsystem: "prometheus", Name: "mapping_panics_total",
+		Help:           "Polls whose results were lost to a panic while mapping them to samples (a bug; the log has its stack).",
+		StabilityLevel: metrics.ALPHA,
+	})
 
 	registerOnce sync.Once
 )
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(queriesTotal, queryWarnings, queryDuration, seriesSkipped)
+		legacyregistry.MustRegister(queriesTotal, queryWarnings, queryDuration, seriesSkipped, mappingPanics)
 	})
 }

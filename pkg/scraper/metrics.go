@@ -42,6 +42,11 @@ var (
 		Help:           "1 when the newest scrape of the node's kubelet succeeded, else 0.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"node"})
+	cyclePanics = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: "metrics_ring", Subsystem: "kubelet", Name: "cycle_panics_total",
+		Help:           "Collection cycles lost to a panic outside any one node's scrape (a bug; the log has its stack).",
+		StabilityLevel: metrics.ALPHA,
+	})
 
 	registerOnce sync.Once
 )
@@ -50,7 +55,7 @@ var (
 // than once; New calls it.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(scrapeDuration, requestsTotal, invalidSamples, nodeUp)
+		legacyregistry.MustRegister(scrapeDuration, requestsTotal, invalidSamples, nodeUp, cyclePanics)
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/klog/v2"
@@ -207,5 +208,52 @@ func TestUnavailableCarriesNoResponseBytes(t *testing.T) {
 				t.Errorf("503 text %q carries the kubelet's response", err)
 			}
 		})
+	}
+}
+
+// panickyLister is a bug in listing the nodes, outside any one node's scrape.
+type panickyLister struct {
+	*fakeLister
+	panics atomic.Bool
+}
+
+func (l *panickyLister) List(sel labels.Selector) ([]*corev1.Node, error) {
+	if l.panics.Load() {
+		var seen map[string]int
+		seen["list"]++ // assignment to entry in nil map
+	}
+	return l.fakeLister.List(sel)
+}
+
+// A panic in the collection cycle outside any one node's scrape loses that cycle, as an error counted and logged
+// with its stack once per streak, never the process; the next cycle scrapes again.
+func TestCyclePanicLosesOnlyThatCycle(t *testing.T) {
+	logs := captureLogs(t)
+	lister := &panickyLister{fakeLister: &fakeLister{nodes: []*corev1.Node{nodeFor(t, "good", kubelet(t, nil))}}}
+	lister.panics.Store(true)
+	store := newFakeStore()
+	s, err := newScraper(Options{InsecureTLS: true, UseNodeStatusPort: true}, lister, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	panics0, _ := testutil.GetCounterMetricValue(cyclePanics)
+	s.collect(context.Background())
+	s.collect(context.Background())
+	end := store.lastEnd(t)
+	if end.success || !errors.Is(end.err, logonly.ErrPanic) || !strings.Contains(end.err.Error(), "collection cycle: panic") ||
+		strings.Contains(end.err.Error(), "nil map") {
+		t.Fatalf("cycle %v %v: want a failure naming the cycle's panic, without its value", end.success, end.err)
+	}
+	if n, _ := testutil.GetCounterMetricValue(cyclePanics); n != panics0+2 {
+		t.Errorf("metrics_ring_kubelet_cycle_panics_total went %v -> %v, want +2", panics0, n)
+	}
+	klog.Flush()
+	if n := strings.Count(logs.String(), "assignment to entry in nil map"); n != 1 || !strings.Contains(logs.String(), "(*panickyLister).List") {
+		t.Errorf("want the panic logged once with its stack through (*panickyLister).List, got %d:\n%s", n, logs.String())
+	}
+	lister.panics.Store(false)
+	s.collect(context.Background())
+	if end := store.lastEnd(t); !end.success || end.err != nil {
+		t.Errorf("the cycle after: %v %v, want a success", end.success, end.err)
 	}
 }

@@ -40,6 +40,8 @@ type Scraper struct {
 	retain int
 	// Bodies read this cycle and their bytes, for the next cycle's retain.
 	bodies, bodyBytes atomic.Int64
+	// panicking says the previous cycle was lost to a panic outside any one node's scrape: logged once per streak.
+	panicking bool
 }
 
 // nodeState is what the scraper remembers of a node between cycles.
@@ -89,13 +91,13 @@ func (s *Scraper) Budget() time.Duration { return min(s.opts.Timeout, s.opts.Res
 // node's batch to add, and reports the cycle's outcome: a success when at least one node (or no node at all) was
 // scraped, and an error naming the nodes that failed.
 func (s *Scraper) Collect(ctx context.Context, add storage.AppendFunc) storage.Outcome {
-	return s.collect(ctx, add, false)
+	return s.guarded(ctx, add, false)
 }
 
 // Retry is Collect of only the nodes whose latest scrape failed or that were never scraped: what a warm-up round
 // cut short by its budget did not reach (collect.Loop.Warm), without scraping again the nodes it did.
 func (s *Scraper) Retry(ctx context.Context, add storage.AppendFunc) storage.Outcome {
-	return s.collect(ctx, add, true)
+	return s.guarded(ctx, add, true)
 }
 
 func (s *Scraper) collect(ctx context.Context, add storage.AppendFunc, unreached bool) storage.Outcome {
@@ -126,6 +128,13 @@ func (s *Scraper) collect(ctx context.Context, add storage.AppendFunc, unreached
 	errs := make([]error, len(nodes))
 	jobs := make(chan int)
 	var wg sync.WaitGroup
+	dispatched := false
+	defer func() {
+		if !dispatched { // a panic handing out the work: the workers finish theirs and none waits for more
+			close(jobs)
+			wg.Wait()
+		}
+	}()
 	// Time spent scraping and the scrapes it covers: only those started before the deadline, since the rest fail
 	// at once and would make the nodes look faster than they are.
 	var scraping, timed atomic.Int64
@@ -163,6 +172,7 @@ func (s *Scraper) collect(ctx context.Context, add storage.AppendFunc, unreached
 		}
 	}
 	tick.Stop()
+	dispatched = true
 	close(jobs)
 	wg.Wait()
 	if n := timed.Load(); n > 0 {

@@ -8,10 +8,32 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/metrics-ring/metrics-ring/pkg/logonly"
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
+
+// guarded is collect, whose panic outside any one node's scrape (listing the nodes, handing out the work,
+// summing up) loses that cycle, not the process (DESIGN.md section 3): an error, counted, and logged with its
+// stack once per streak. A node's own scrape has its own recover (work).
+func (s *Scraper) guarded(ctx context.Context, add storage.AppendFunc, unreached bool) (o storage.Outcome) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			s.panicking = false
+			return
+		}
+		err := logonly.Recovered(r, "kubelet source: collection cycle")
+		cyclePanics.Inc()
+		if !s.panicking {
+			klog.ErrorS(err, "Collection cycle lost; will log again after a cycle that does not panic", logonly.KV(err)...)
+		}
+		s.panicking = true
+		o = storage.Outcome{Err: err}
+	}()
+	return s.collect(ctx, add, unreached)
+}
 
 // work is a worker's job for one node: scrape it, losing only that node's scrape to a panic (DESIGN.md section 3),
 // and give back the buffers a large response grew.
