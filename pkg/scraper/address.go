@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/metrics-ring/metrics-ring/pkg/logonly"
 )
 
 // AnnotationResourceMetricsPath overrides a node's resource metrics path, as in metrics-server.
@@ -32,26 +34,39 @@ func nodeAddress(node *corev1.Node, preferred []corev1.NodeAddressType) (string,
 	return "", fmt.Errorf("node %q has no address of the preferred types %v (it has %v)", node.Name, preferred, have)
 }
 
+// target is where a node's kubelet serves resource metrics: url to request, and shown for errors. A path from the
+// node's annotation is text anyone who can annotate a Node chooses, and errors become the 503 text every namespace
+// reader gets (DESIGN.md section 3), so shown says only that the path came from the annotation; the log line has it.
+type target struct{ url, shown string }
+
+// annotatedPath stands for the path annotation's value in errors.
+const annotatedPath = "/<path from annotation " + AnnotationResourceMetricsPath + ">"
+
 // nodeURL is where the node's kubelet serves resource metrics.
-func nodeURL(node *corev1.Node, o *Options) (string, error) {
+func nodeURL(node *corev1.Node, o *Options) (target, error) {
 	addr, err := nodeAddress(node, o.PreferredAddressTypes)
 	if err != nil {
-		return "", err
+		return target{}, err
 	}
 	port := o.Port
 	if p := int(node.Status.DaemonEndpoints.KubeletEndpoint.Port); o.UseNodeStatusPort && p != 0 {
 		port = p
 	}
-	path := defaultMetricsPath
-	if p := node.Annotations[AnnotationResourceMetricsPath]; p != "" {
-		if err := checkMetricsPath(p); err != nil {
-			return "", fmt.Errorf("node %q: annotation %s=%q refused: %w", node.Name, AnnotationResourceMetricsPath,
-				truncate(p, maxPathBytes), err)
-		}
-		path = p
+	u := url.URL{Scheme: o.Scheme, Host: net.JoinHostPort(addr, strconv.Itoa(port)), Path: defaultMetricsPath}
+	p := node.Annotations[AnnotationResourceMetricsPath]
+	if p == "" {
+		return target{u.String(), u.String()}, nil
 	}
-	u := url.URL{Scheme: o.Scheme, Host: net.JoinHostPort(addr, strconv.Itoa(port)), Path: path}
-	return u.String(), nil
+	if err := checkMetricsPath(p); err != nil {
+		// The reason is a class (too long, not absolute, a host, a query, a character, a dot segment): the value
+		// itself goes to the log only, where klog quotes and escapes it.
+		return target{}, logonly.Wrap(fmt.Errorf("node %q: annotation %s refused: %w", node.Name,
+			AnnotationResourceMetricsPath, err), "annotation", truncate(p, maxPathBytes))
+	}
+	u.Path = ""
+	base := u.String()
+	u.Path = p
+	return target{u.String(), base + annotatedPath}, nil
 }
 
 // maxPathBytes bounds the path annotation, and how much of a refused one an error quotes.

@@ -1,12 +1,15 @@
 package scraper
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
 func TestNodeAddress(t *testing.T) {
@@ -99,6 +102,42 @@ func TestNodeEndpoint(t *testing.T) {
 			}
 			if tc.want != "" && (end.success || end.err == nil || !strings.Contains(end.err.Error(), tc.want)) {
 				t.Fatalf("want a failure mentioning %q, got %v %v", tc.want, end.success, end.err)
+			}
+		})
+	}
+}
+
+// The 503 text never carries text a node's annotation chose (DESIGN.md section 3): not a refused path, and not an
+// accepted one whose scrape fails. It says the node and the cause class.
+func TestAnnotationIsNotIn503(t *testing.T) {
+	const words = "call-mallory-at-example.com"
+	notFound := func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }
+	notMetrics := func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("hello\n")) }
+	for _, tc := range []struct {
+		name, path string
+		handler    http.HandlerFunc
+		want       string
+	}{
+		{"refused", "/../" + words, notFound, `annotation metrics.k8s.io/resource-metrics-path refused: has a ".." segment`},
+		{"refused, too long", "/" + words + strings.Repeat("a", maxPathBytes), notFound, "refused: longer than 256 bytes"},
+		{"accepted, status 404", "/" + words, notFound, "<path from annotation metrics.k8s.io/resource-metrics-path>: status 404"},
+		{"accepted, not metrics", "/" + words, notMetrics, "no usable samples"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := nodeFor(t, "n1", kubelet(t, tc.handler))
+			n.Annotations = map[string]string{AnnotationResourceMetricsPath: tc.path}
+			store := storage.New(storage.Options{Source: "kubelet"})
+			s, err := newScraper(Options{InsecureTLS: true, UseNodeStatusPort: true}, &fakeLister{nodes: []*corev1.Node{n}}, stored{store})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.collect(context.Background())
+			err = store.Latest().Unavailable()
+			if err == nil || !strings.Contains(err.Error(), `node "n1"`) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("503 text %v: want the node and %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), words) {
+				t.Errorf("503 text %q carries the annotation's text", err)
 			}
 		})
 	}

@@ -95,9 +95,10 @@ func newKubeletClient(o *Options) (*kubeletClient, error) {
 // fetch GETs url and reads the body into buf (reused; grown when needed) and returns it. A worker that holds no
 // buffer borrows one, and a gzip reader, from the spares once the response has come: not while it waits for the
 // kubelet, so that what workers keep follows the scrapes reading at once, not the workers (worker.go). Errors
-// name the node and the URL.
-func (c *kubeletClient) fetch(ctx context.Context, node, url string, buf []byte, rd *readers) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+// name the node and the URL as t shows it.
+func (c *kubeletClient) fetch(ctx context.Context, node string, t target, buf []byte, rd *readers) ([]byte, error) {
+	url := t.shown
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.url, nil)
 	if err != nil {
 		return buf, fmt.Errorf("node %q: GET %s: %w", node, url, err)
 	}

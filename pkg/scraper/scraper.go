@@ -210,9 +210,9 @@ func (s *Scraper) scrape(ctx context.Context, w *worker, node *corev1.Node, st *
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
-	url, err := nodeURL(node, &s.opts)
+	at, err := nodeURL(node, &s.opts)
 	if err == nil {
-		w.buf, err = s.client.fetch(ctx, node.Name, url, w.buf, &w.readers)
+		w.buf, err = s.client.fetch(ctx, node.Name, at, w.buf, &w.readers)
 	}
 	if err == nil {
 		stats := st.parser.parse(w.buf, time.Now(), node.Name, &w.batch)
@@ -220,7 +220,7 @@ func (s *Scraper) scrape(ctx context.Context, w *worker, node *corev1.Node, st *
 		s.bodies.Add(1)
 		s.bodyBytes.Add(int64(size))
 		s.release(w)
-		err = s.store(node.Name, url, size, w, st, &stats, add)
+		err = s.store(node.Name, at.shown, size, w, st, &stats, add)
 	}
 	scrapeDuration.Observe(time.Since(start).Seconds())
 	if err != nil {
