@@ -22,6 +22,9 @@ type ClientOptions struct {
 	URL string
 	// BearerTokenFile is read on every request, so a rotated service-account token is picked up.
 	BearerTokenFile string
+	// BasicAuthUsername and BasicAuthPasswordFile send basic auth; the file is read on every request, so a rotated
+	// password is picked up. A URL's user information is sent the same way, and never quoted (credentials.go).
+	BasicAuthUsername, BasicAuthPasswordFile string
 	// CAFile verifies the server; CertFile and KeyFile are a client certificate.
 	CAFile, CertFile, KeyFile string
 	InsecureSkipVerify        bool
@@ -64,7 +67,17 @@ func (o ClientOptions) Validate() []error {
 	if o.URL == "" {
 		errs = append(errs, errors.New("--source=prometheus needs --prometheus-url"))
 	} else if u, err := url.Parse(o.URL); err != nil || u.Scheme == "" || u.Host == "" {
-		errs = append(errs, fmt.Errorf("--prometheus-url %q: want an absolute http(s) URL", o.URL))
+		// Neither o.URL nor url.Parse's error, which quotes it: either may hold a password.
+		errs = append(errs, fmt.Errorf("--prometheus-url %q: want an absolute http(s) URL", Redact(o.URL)))
+	} else if u.User != nil && (o.BasicAuthUsername != "" || o.BasicAuthPasswordFile != "" || o.BearerTokenFile != "") {
+		errs = append(errs, errors.New("--prometheus-url carries credentials, and --prometheus-basic-auth-* or "+
+			"--prometheus-token-file give others: use one"))
+	}
+	if o.BasicAuthUsername != "" && o.BearerTokenFile != "" {
+		errs = append(errs, errors.New("--prometheus-basic-auth-username and --prometheus-token-file: use one"))
+	}
+	if (o.BasicAuthUsername == "") != (o.BasicAuthPasswordFile == "") {
+		errs = append(errs, errors.New("--prometheus-basic-auth-username and --prometheus-basic-auth-password-file go together"))
 	}
 	if m := strings.ToUpper(o.Method); m != "" && m != http.MethodGet && m != http.MethodPost {
 		errs = append(errs, fmt.Errorf("--prometheus-verb %q: want GET or POST", o.Method))
@@ -96,6 +109,7 @@ func newClient(o ClientOptions) (*client, error) {
 		return nil, err
 	}
 	u, _ := url.Parse(o.URL) // checked by Validate
+	u, basic := splitCredentials(u)
 	method := strings.ToUpper(o.Method)
 	cfg := pconfig.HTTPClientConfig{
 		TLSConfig: pconfig.TLSConfig{CAFile: o.CAFile, CertFile: o.CertFile, KeyFile: o.KeyFile,
@@ -105,6 +119,10 @@ func newClient(o ClientOptions) (*client, error) {
 		FollowRedirects: false,
 		EnableHTTP2:     true,
 	}
+	if o.BasicAuthUsername != "" {
+		basic = &pconfig.BasicAuth{Username: o.BasicAuthUsername, PasswordFile: o.BasicAuthPasswordFile}
+	}
+	cfg.BasicAuth = basic
 	if o.BearerTokenFile != "" {
 		cfg.Authorization = &pconfig.Authorization{Type: "Bearer", CredentialsFile: o.BearerTokenFile}
 	}

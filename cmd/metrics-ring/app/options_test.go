@@ -154,7 +154,24 @@ func TestFlags(t *testing.T) {
 		{name: "negative per-user watch limit", args: []string{"--max-watches-per-user=-1"}, wantErr: "--max-watches-per-user=-1"},
 		{name: "prometheus needs a URL", args: []string{"--source=prometheus"}, wantErr: "--source=prometheus needs --prometheus-url"},
 		{name: "prometheus header without value", args: []string{"--source=prometheus", "--prometheus-url=http://127.0.0.1:9090",
-			"--prometheus-header=X-Scope-OrgID"}, wantErr: `--prometheus-header "X-Scope-OrgID": want Name=value`},
+			"--prometheus-header=X-Scope-OrgID=a", "--prometheus-header=Authorization: Bearer s3cret"},
+			wantErr: `--prometheus-header number 2 (not shown: it may hold credentials): want Name=value`},
+		{name: "prometheus URL that does not parse is not quoted with its password", args: []string{"--source=prometheus",
+			"--prometheus-url=http://user:s3cret@prometheus:90 90"}, wantErr: `--prometheus-url "http://(redacted)": want an absolute`},
+		{name: "prometheus basic auth", args: []string{"--source=prometheus", "--prometheus-url=http://127.0.0.1:9090",
+			"--prometheus-basic-auth-username=adapter", "--prometheus-basic-auth-password-file=/var/run/password"},
+			check: func(t *testing.T, o *Options) {
+				if ao, err := o.Prometheus.adapterOptions(); err != nil || ao.BasicAuthUsername != "adapter" ||
+					ao.BasicAuthPasswordFile != "/var/run/password" {
+					t.Errorf("adapter options %+v, err %v: want the basic auth flags", ao, err)
+				}
+			}},
+		{name: "prometheus basic auth needs a password file", args: []string{"--source=prometheus",
+			"--prometheus-url=http://127.0.0.1:9090", "--prometheus-basic-auth-username=adapter"},
+			wantErr: "--prometheus-basic-auth-username and --prometheus-basic-auth-password-file go together"},
+		{name: "prometheus credentials in the URL and a token", args: []string{"--source=prometheus",
+			"--prometheus-url=http://user:s3cret@127.0.0.1:9090", "--prometheus-token-file=/t"},
+			wantErr: "--prometheus-url carries credentials"},
 		{name: "prometheus", args: []string{"--source=prometheus", "--prometheus-url=http://127.0.0.1:9090", "--metric-resolution=5s",
 			"--prometheus-verb=POST", "--prometheus-header=X-Scope-OrgID=team-a", "--prometheus-token-file=/var/run/token",
 			"--prometheus-max-response-bytes=1048576"},

@@ -16,6 +16,8 @@ type PrometheusOptions struct {
 	URL          string
 	ConfigFile   string
 	TokenFile    string
+	BasicUser    string
+	BasicPWFile  string
 	CAFile       string
 	ClientCert   string
 	ClientKey    string
@@ -37,6 +39,8 @@ func (o *PrometheusOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.URL, "prometheus-url", o.URL, "With --source=prometheus: the Prometheus-compatible HTTP API to query, e.g. http://prometheus-k8s.monitoring.svc:9090.")
 	fs.StringVar(&o.ConfigFile, "prometheus-config", o.ConfigFile, "prometheus-adapter configuration file whose resourceRules say how to query CPU and memory (its ConfigMap manifest works too); empty: the defaults, reading the kubelet's /metrics/resource series.")
 	fs.StringVar(&o.TokenFile, "prometheus-token-file", o.TokenFile, "File holding the bearer token sent to Prometheus, read on every request.")
+	fs.StringVar(&o.BasicUser, "prometheus-basic-auth-username", o.BasicUser, "User name of the basic auth sent to Prometheus, with --prometheus-basic-auth-password-file. Credentials in --prometheus-url are sent as basic auth too, but a file keeps them out of the Deployment.")
+	fs.StringVar(&o.BasicPWFile, "prometheus-basic-auth-password-file", o.BasicPWFile, "File holding the basic auth password sent to Prometheus, read on every request.")
 	fs.StringVar(&o.CAFile, "prometheus-ca-file", o.CAFile, "CA bundle to verify Prometheus' serving certificate.")
 	fs.StringVar(&o.ClientCert, "prometheus-client-tls-cert-file", o.ClientCert, "Client certificate for Prometheus.")
 	fs.StringVar(&o.ClientKey, "prometheus-client-tls-key-file", o.ClientKey, "Client key for Prometheus.")
@@ -55,10 +59,11 @@ func (o *PrometheusOptions) validate() []error {
 
 func (o *PrometheusOptions) headers() (map[string]string, error) {
 	out := map[string]string{}
-	for _, h := range o.Headers {
+	for i, h := range o.Headers {
 		name, value, ok := strings.Cut(h, "=")
 		if !ok || strings.TrimSpace(name) == "" {
-			return nil, fmt.Errorf("--prometheus-header %q: want Name=value", h)
+			// Not quoted: a header is where a token goes, and "Authorization: Bearer ..." has no '='.
+			return nil, fmt.Errorf("--prometheus-header number %d (not shown: it may hold credentials): want Name=value", i+1)
 		}
 		out[strings.TrimSpace(name)] = value
 	}
@@ -69,7 +74,8 @@ func (o *PrometheusOptions) headers() (map[string]string, error) {
 func (o *PrometheusOptions) adapterOptions() (adapter.Options, error) {
 	headers, err := o.headers()
 	return adapter.Options{
-		ClientOptions: adapter.ClientOptions{URL: o.URL, BearerTokenFile: o.TokenFile, CAFile: o.CAFile,
+		ClientOptions: adapter.ClientOptions{URL: o.URL, BearerTokenFile: o.TokenFile,
+			BasicAuthUsername: o.BasicUser, BasicAuthPasswordFile: o.BasicPWFile, CAFile: o.CAFile,
 			CertFile: o.ClientCert, KeyFile: o.ClientKey, InsecureSkipVerify: o.InsecureTLS, Headers: headers,
 			Method: o.Verb, Timeout: o.QueryTimeout, MaxResponseBytes: o.MaxResponse},
 		ConfigFile: o.ConfigFile,
