@@ -18,6 +18,10 @@ import (
 // Deliberately stricter than textparse: a raw newline or a NUL byte inside a quoted string, a NUL byte anywhere in
 // a series line, and a series repeating namespace, pod or container (or giving __name__ as a label) lose the line.
 // textparse accepts some of these, but none is valid text format or names one container unambiguously.
+//
+// As textparse reads it, though no kubelet writes it: a series line whose name follows blanks is named with them
+// (textparse slices the name from the line's start), so it names no family the parser reads and is passed over,
+// as metrics-server, which reads kubelets with textparse, passes it over.
 
 // series is what a line of a family the parser reads holds.
 type series struct {
@@ -67,6 +71,7 @@ func (l *lexer) reset() {
 // it returns the index where the line went wrong: the caller loses the line.
 func (l *lexer) line(b []byte, i int, s *series) (int, error) {
 	s.metric = metricOther
+	start := i
 	i = skipSpace(b, i)
 	c := b[i]
 	switch {
@@ -78,6 +83,10 @@ func (l *lexer) line(b []byte, i int, s *series) (int, error) {
 		return l.series(b, i, false, s)
 	case class[c]&cNameStart == 0:
 		return i, errStart
+	}
+	if i > start {
+		// textparse names such a series with its leading blanks: no family the parser reads.
+		return i + bytes.IndexByte(b[i:], '\n') + 1, nil
 	}
 	var m metric
 	j := i + len(l.lastName)

@@ -58,5 +58,5 @@ var textparseCases = []string{
 	"container_cpu_usage_seconds_total{container=\"c\nd\",namespace=\"ns\",pod=\"p\"} 1",
 	"{\"container_cpu_usage_seconds_total\n\"} 1", `<html>`, `-1`, "\r", `=`,
 	// Lines of other families: passed over unread.
-	`pod_cpu_usage_seconds_total{garbage`, `x 1 2 3`, `this is { not a metric`, `container_cpu_usage_seconds_totalx 1`,
+	`pod_cpu_usage_seconds_total{garbage`, `  container_cpu_usage_seconds_total{garbage`, "\tnode_cpu_usage_seconds_total 1 2 3", `x 1 2 3`, `this is { not a metric`, `container_cpu_usage_seconds_totalx 1`,
 }

@@ -33,7 +33,7 @@ type oracle struct {
 }
 
 var (
-	seriesName = regexp.MustCompile(`^[ \t]*([a-zA-Z_:][a-zA-Z0-9_:]*)`)
+	seriesName = regexp.MustCompile(`^([ \t]*[a-zA-Z_:][a-zA-Z0-9_:]*)`) // with leading blanks, as textparse names it
 	metaName   = regexp.MustCompile(`^[ \t]*#[ \t]+(?:HELP|TYPE)[ \t]+("|[a-zA-Z_:][a-zA-Z0-9_:]*)`)
 )
 
@@ -113,9 +113,8 @@ func textparseOracle(t testing.TB, body []byte, now time.Time, node string) orac
 		var s series
 		if isSeries {
 			// textparse's name of a line starting with blanks starts with them too (its Labels slices the name from
-			// the line's start); the parser reads such a line as the family it names, as the scraper always did.
-			name := strings.TrimLeft(lbls.Get("__name__"), " \t")
-			s = series{metric: metricOf([]byte(name)), value: v, ts: now.UnixMilli(),
+			// the line's start): no family the parser reads, and the parser passes such a line over too (lex.go).
+			s = series{metric: metricOf([]byte(lbls.Get("__name__"))), value: v, ts: now.UnixMilli(),
 				namespace: []byte(lbls.Get("namespace")), pod: []byte(lbls.Get("pod")),
 				container: []byte(lbls.Get("container"))}
 			if ts != nil {
