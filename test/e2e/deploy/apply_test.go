@@ -60,6 +60,9 @@ func TestApplyDryRunServer(t *testing.T) {
 				if err := checkObjects(objs, want); err != nil {
 					t.Fatalf("manifests/overlays/%s as kube-apiserver would store it:\n%v", o, err)
 				}
+				if err := checkGrants(objs, want); err != nil {
+					t.Fatalf("manifests/overlays/%s: %v", o, err)
+				}
 				pod := dryRunPod(t, objs.deployments[0], nil)
 				if pod.Spec.Priority == nil || *pod.Spec.Priority != critical.Value {
 					t.Fatalf("a pod of %s got priority %v, want system-cluster-critical's %d", pod.Name, pod.Spec.Priority, critical.Value)

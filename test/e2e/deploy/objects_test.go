@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -45,7 +46,10 @@ type objects struct {
 	pdbs            []policyv1.PodDisruptionBudget
 	apiServices     []apiregv1.APIService
 	secrets         []corev1.Secret
-	count           int
+	// ClusterRoles and their bindings: what the ServiceAccount is granted (grants_test.go).
+	clusterRoles        []rbacv1.ClusterRole
+	clusterRoleBindings []rbacv1.ClusterRoleBinding
+	count               int
 }
 
 // decodeObjects reads the List `kubectl apply -o json` prints for several objects.
@@ -76,6 +80,10 @@ func decodeObjects(out string) (*objects, error) {
 			o.apiServices, err = appendDecoded(o.apiServices, raw)
 		case "Secret":
 			o.secrets, err = appendDecoded(o.secrets, raw)
+		case "ClusterRole":
+			o.clusterRoles, err = appendDecoded(o.clusterRoles, raw)
+		case "ClusterRoleBinding":
+			o.clusterRoleBindings, err = appendDecoded(o.clusterRoleBindings, raw)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("decoding a %s: %w", tm.Kind, err)
