@@ -18,19 +18,19 @@ type PodObject struct {
 	// UID identifies the object (cmd passes a hash of metadata.uid); 0 when unknown. Another under the same name
 	// is another pod: its predecessor's series go at once.
 	UID uint64
-	// Created is its metadata.creationTimestamp; zero when unknown or when the pod is older than its object (a
-	// static pod's mirror), which exempts it from the predecessor rule (CreationSkew).
+	// Created is when the object began: its status.startTime (when its kubelet first handled it, on the node's
+	// clock like the kubelet's samples), else its metadata.creationTimestamp; zero when unknown or when the pod is
+	// older than its object (a static pod's mirror), which exempts it from the predecessor rule (CreationSkew).
 	Created time.Time
 }
 
-// CreationSkew is how far before a pod object's creation a sample may be stamped, or a container of it may have
-// started, and still be the pod's: the creation time is the API server's clock, the samples' the node's. A true
-// container starts after its pod was created, scheduled and its sandbox made (a second or more), and the creation
-// time is truncated to the second, which only widens the margin; so the skew allowed is the clocks' disagreement.
-// Too small, a node whose clock lags the API server's by more than it would have its new pods' containers all
-// taken for predecessors, and none served; too large, a predecessor that ran for less than it before its
-// successor's creation would be served as the successor for a scrape or two. Nodes kept by NTP disagree by
-// milliseconds; 5 s tolerates a badly kept clock, and a predecessor that lived less than 5 s is rare.
+// CreationSkew is how far before a pod object began (PodObject.Created) a sample may be stamped, or a container of
+// it may have started, and still be the pod's. The kubelet's pod start time and its samples share the node's clock;
+// a creation time (no start time known) and a Prometheus evaluation time are other clocks, and every one of them is
+// truncated to the second, which only widens the margin. Too small, a node whose clock lags by more than it would
+// have its new pods' containers all taken for predecessors, and none served; too large, a predecessor that ran
+// for less than it before its successor began would be served as the successor for a scrape or two. Clocks kept by
+// NTP disagree by milliseconds; 5 s tolerates a badly kept one, and a predecessor that lived less than 5 s is rare.
 const CreationSkew = 5 * time.Second
 
 // BindPod tells storage that a pod object is Running on its node (the pod informer's add and update events): from

@@ -23,8 +23,9 @@ func podBindings(store *storage.Storage) cache.ResourceEventHandler {
 			old, _ := oldObj.(*runningPod)
 			p, ok := newObj.(*runningPod)
 			// spec.nodeName is immutable once set, and so is a UID: a change is another object under the name,
-			// delivered as an update when the informer missed the deletion (a relist).
-			if ok && (old == nil || old.nodeName != p.nodeName || old.uid != p.uid) {
+			// delivered as an update when the informer missed the deletion (a relist). status.startTime is set
+			// once, before the pod runs.
+			if ok && (old == nil || old.nodeName != p.nodeName || old.uid != p.uid || old.created != p.created) {
 				store.BindPod(p.object())
 			}
 		},

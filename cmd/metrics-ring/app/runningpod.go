@@ -25,9 +25,9 @@ type runningPod struct {
 	namespace, name, resourceVersion string
 	nodeName                         string
 	labels                           map[string]string
-	// uid is a hash of metadata.uid, and created metadata.creationTimestamp in Unix seconds (0 for a static pod's
-	// mirror, which is younger than its containers): storage takes a pod's samples only for this object (DESIGN.md
-	// section 2, "Whose samples count"). 16 bytes, where the UID's string would cost 52.
+	// uid is a hash of metadata.uid, and created when the object began in Unix seconds (began; 0 for a static
+	// pod's mirror, which is younger than its containers): storage takes a pod's samples only for this object
+	// (DESIGN.md section 2, "Whose samples count"). 16 bytes, where the UID's string would cost 52.
 	uid     uint64
 	created int64
 }

@@ -71,13 +71,23 @@ func (t *podTrimmer) trim(obj any) (any, error) {
 		labels: t.intern(p.Labels), nodeName: t.node(p.Spec.NodeName), uid: hashUID(p.UID)}
 	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; !mirror {
 		// A static pod's containers run before its mirror object is created, and go on when the kubelet re-creates
-		// it: the same pod, so no creation time bounds its samples.
-		rp.created = p.CreationTimestamp.Unix()
-		if p.CreationTimestamp.IsZero() {
-			rp.created = 0
-		}
+		// it: the same pod, so nothing bounds its samples.
+		rp.created = began(p)
 	}
 	return rp, nil
+}
+
+// began is when a pod object began, in Unix seconds (0 unknown): its status.startTime, when its kubelet first
+// handled it, on the kubelet's clock like the samples storage compares it with (no skew between the API server's
+// clock and the node's), else its creationTimestamp. Both come after its predecessor under the name was deleted.
+func began(p *corev1.Pod) int64 {
+	switch {
+	case p.Status.StartTime != nil && !p.Status.StartTime.IsZero():
+		return p.Status.StartTime.Unix()
+	case !p.CreationTimestamp.IsZero():
+		return p.CreationTimestamp.Unix()
+	}
+	return 0
 }
 
 // node returns the shared copy of a node name.

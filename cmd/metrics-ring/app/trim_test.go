@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 )
 
 func TestTrimKeepsWhatIsReadAndDropsTheRest(t *testing.T) {
@@ -54,10 +55,10 @@ func TestTrimKeepsWhatIsReadAndDropsTheRest(t *testing.T) {
 			OwnerReferences:   []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-1"}}, ManagedFields: managed},
 		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", Image: "web:1",
 			Env: []corev1.EnvVar{{Name: "BIG", Value: "..."}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.7",
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.7", StartTime: ptr.To(metav1.Unix(1795262403, 0)),
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true}}}}
 	wantPod := &runningPod{name: "p", namespace: "ns", resourceVersion: "9", labels: map[string]string{"app": "web"},
-		nodeName: "n1", uid: hashUID("u2"), created: 1795262400}
+		nodeName: "n1", uid: hashUID("u2"), created: 1795262403} // the kubelet's start time, on the samples' clock
 	trimPod := (&podTrimmer{}).trim
 	if got, err := trimPod(pod); err != nil || !reflect.DeepEqual(got, wantPod) {
 		t.Errorf("trimPod: %v\n got %+v\nwant %+v", err, got, wantPod)
@@ -67,6 +68,11 @@ func TestTrimKeepsWhatIsReadAndDropsTheRest(t *testing.T) {
 	mirror.Annotations[corev1.MirrorPodAnnotationKey] = "x"
 	if got, _ := trimPod(mirror); got.(*runningPod).created != 0 {
 		t.Errorf("a mirror pod keeps its creation time: %+v", got)
+	}
+	noStart := pod.DeepCopy()
+	noStart.Status.StartTime = nil
+	if got, _ := trimPod(noStart); got.(*runningPod).created != 1795262400 {
+		t.Errorf("a pod without a start time does not begin at its creation: %+v", got)
 	}
 	if hashUID("u2") == hashUID("u3") || hashUID("") != 0 {
 		t.Errorf("UIDs hash to %d, %d and %d", hashUID("u2"), hashUID("u3"), hashUID(""))
