@@ -1,6 +1,7 @@
 package adapter
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -139,10 +140,7 @@ func (a *Adapter) store(results []result, add storage.AppendFunc) (c counts, err
 	// Nodes and containers may average CPU over different windows, so they go in separate batches.
 	rej := add(&storage.Batch{CPU: storage.CPURate, Window: qc.nodeCPU.window, Nodes: nodes})
 	r2 := add(&storage.Batch{CPU: storage.CPURate, Window: qc.containerCPU.window, Containers: containers})
-	rej.Invalid, rej.Zero, rej.InvalidSwap = rej.Invalid+r2.Invalid, rej.Zero+r2.Zero, rej.InvalidSwap+r2.InvalidSwap
-	if rej.Example == "" {
-		rej.Example = r2.Example
-	}
+	rej.Add(r2)
 	a.reportSkipped(sk, rej)
 	return counts{len(nodes), len(containers)}, nil
 }
@@ -224,7 +222,7 @@ func (a *Adapter) reportSkipped(sk skipped, rej storage.Rejection) {
 		}
 	}
 	state := ""
-	if sk != (skipped{}) || rej.Total() > 0 {
+	if sk != (skipped{}) || rej.Total() > 0 || rej.Predecessor > 0 {
 		state = "skipped"
 	}
 	_, was := a.failing["series"]
@@ -233,7 +231,8 @@ func (a *Adapter) reportSkipped(sk skipped, rej storage.Rejection) {
 		a.failing["series"] = state
 		klog.InfoS("Some Prometheus series cannot be served; will log again when all can", "unmapped", sk.unmapped,
 			"duplicate", sk.duplicate, "partial", sk.partial, "invalid", rej.Invalid, "zero", rej.Zero,
-			"invalidSwap", rej.InvalidSwap, "example", rej.Example)
+			"implausible", rej.Implausible, "invalidSwap", rej.InvalidSwap, "predecessor", rej.Predecessor,
+			"example", cmp.Or(rej.Example, rej.PredecessorPod))
 	case state == "" && was:
 		delete(a.failing, "series")
 		klog.InfoS("Every Prometheus series can be served again")

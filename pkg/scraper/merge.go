@@ -228,10 +228,14 @@ func (p *parser) finish(node string, b *storage.Batch, stats *parseStats) {
 	p.metric, p.cursor, p.misses = metricOther, 0, 0
 }
 
+// maxStartSeconds is the latest start time int64 Unix nanoseconds hold (the year 2262): time.Time.UnixNano of a
+// later one wraps (a container_start_time_seconds of 2.02e10 became a start 5 s before its sample).
+const maxStartSeconds = float64(math.MaxInt64) / 1e9
+
 // secondsToTime converts a start time in (fractional) Unix seconds, exact to the nanosecond for whole seconds.
+// Storage judges it against its sample's time (after it, or absurdly before it, is invalid).
 func secondsToTime(v float64) (time.Time, bool) {
-	// 1e11 s is the year 5138: anything later is garbage, and would overflow int64 nanoseconds.
-	if math.IsNaN(v) || v <= 0 || v > 1e11 {
+	if math.IsNaN(v) || v <= 0 || v >= maxStartSeconds {
 		return time.Time{}, false
 	}
 	sec, frac := math.Modf(v)

@@ -226,21 +226,23 @@ func TestParseMalformed(t *testing.T) {
 			}
 		},
 	}, {
-		name: "start times: valid, fractional, invalid",
-		in: node1 + ctr("a", "c", 1, 2) + ctr("b", "c", 3, 4) + ctr("d", "c", 5, 6) +
+		name: "start times: valid, fractional, invalid, past int64 nanoseconds",
+		in: node1 + ctr("a", "c", 1, 2) + ctr("b", "c", 3, 4) + ctr("d", "c", 5, 6) + ctr("e", "c", 7, 8) +
 			`container_start_time_seconds{container="c",namespace="ns",pod="a"} 1.5e+09` + "\n" +
 			`container_start_time_seconds{container="c",namespace="ns",pod="b"} 1.25` + "\n" +
-			`container_start_time_seconds{container="c",namespace="ns",pod="d"} NaN` + "\n",
-		containers: []string{"a/c 1 2", "b/c 3 4", "d/c 5 6"}, node: true,
+			`container_start_time_seconds{container="c",namespace="ns",pod="d"} NaN` + "\n" +
+			// The year 2611: its UnixNano wraps to 2026.
+			`container_start_time_seconds{container="c",namespace="ns",pod="e"} 2.0242006483709551e+10` + "\n",
+		containers: []string{"a/c 1 2", "b/c 3 4", "d/c 5 6", "e/c 7 8"}, node: true,
 		check: func(t *testing.T, s parseStats, b *storage.Batch) {
-			want := []time.Time{time.Unix(1.5e9, 0), time.Unix(1, 250_000_000), {}}
+			want := []time.Time{time.Unix(1.5e9, 0), time.Unix(1, 250_000_000), {}, {}}
 			for i, w := range want {
 				if !b.Containers[i].StartTime.Equal(w) {
 					t.Errorf("container %d: start %v, want %v", i, b.Containers[i].StartTime, w)
 				}
 			}
-			if s.BadStartTime != 1 {
-				t.Errorf("want 1 bad start time, got %+v", s)
+			if s.BadStartTime != 2 {
+				t.Errorf("want 2 bad start times, got %+v", s)
 			}
 		},
 	}, {

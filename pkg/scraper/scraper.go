@@ -51,8 +51,10 @@ type nodeState struct {
 	failures  int    // consecutive failed scrapes: the error is logged at the first only
 	rejecting bool   // storage rejected samples at the previous scrape
 	foreign   bool   // the previous response reported pods bound to other nodes
-	lossy     bool   // the previous response lost lines or samples
-	panicking bool   // the previous scrape panicked
+	// predecessor: the previous response reported samples of pods' predecessors under their names
+	predecessor bool
+	lossy       bool // the previous response lost lines or samples
+	panicking   bool // the previous scrape panicked
 }
 
 // worker is one concurrent scrape slot; its buffer and batch are reused for every node it scrapes.
@@ -248,22 +250,7 @@ func (s *Scraper) store(node, url string, size int, w *worker, st *nodeState, st
 	rej := add(b)
 	countInvalid(stats)
 	ref := klog.KRef("", node)
-	switch {
-	case rej.Total() > 0 && !st.rejecting:
-		klog.ErrorS(nil, "Kubelet sent zero or invalid values; they are not served", "node", ref,
-			"invalid", rej.Invalid, "zero", rej.Zero, "invalidSwap", rej.InvalidSwap, "example", rej.Example)
-	case rej.Total() == 0 && st.rejecting:
-		klog.InfoS("Kubelet values are valid again", "node", ref)
-	}
-	st.rejecting = rej.Total() > 0
-	switch {
-	case rej.Foreign > 0 && !st.foreign:
-		klog.InfoS("Kubelet reports pods bound to other nodes; their samples are dropped", "node", ref,
-			"samples", rej.Foreign, "example", rej.ForeignPod)
-	case rej.Foreign == 0 && st.foreign:
-		klog.InfoS("Kubelet no longer reports pods of other nodes", "node", ref)
-	}
-	st.foreign = rej.Foreign > 0
+	st.logRejections(ref, rej)
 	lossy := stats.problems()
 	if lossy && !st.lossy {
 		klog.ErrorS(stats.FirstError, "Kubelet response lost lines or samples", "node", ref,

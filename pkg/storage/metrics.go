@@ -12,7 +12,7 @@ var (
 		Namespace:      "metrics_ring",
 		Subsystem:      "storage",
 		Name:           "samples_rejected_total",
-		Help:           "Samples not served because a value was invalid (NaN, infinite, negative) or zero (a broken source), or the pod is bound to another node (foreign); invalid_swap counts samples served without their invalid swap value.",
+		Help:           "Samples not served because a value was invalid (NaN, infinite, negative, a time out of range) or zero (a broken source), above what the node can do (implausible), the pod is bound to another node (foreign), or the sample is of a predecessor of the pod under its name (predecessor: stamped, or of a container started, before the pod was created); invalid_swap and invalid_start count samples served without their invalid swap value or start time.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
 	seriesPruned = metrics.NewCounterVec(&metrics.CounterOpts{

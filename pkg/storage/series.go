@@ -63,23 +63,27 @@ func (s *series) at(i int32) point {
 	return s.points[j]
 }
 
-// add appends a valid sample and reports whether it was new (not a repeat, not ignored). prevBatch is the newest
-// sample time of the previous batch with the same key (0 when there was none): a container that started after it
-// is new since that scrape, so its usage counts from zero at its start time and it is servable after one sample.
-// staleAfter is --stale-after in nanoseconds: a sample that much older than the newest is a source clock that was
-// wrong and was set back (DESIGN.md section 2).
+// add appends a valid sample and reports whether it was new (not a repeat, not ignored). start is its start time
+// (0 when unknown or invalid, see startNanos). prevBatch is the newest sample time of the previous batch with the
+// same key (0 when there was none): a container that started after it is new since that scrape, so its usage counts
+// from zero at its start time and it is servable after one sample. staleAfter is --stale-after in nanoseconds: a
+// sample that much older than the newest is a source clock that was wrong and was set back (DESIGN.md section 2).
 func (s *series) add(p point, start int64, kind CPUKind, window time.Duration, prevBatch, staleAfter int64) bool {
 	if s.n > 0 {
 		last := s.newest()
-		restarted := s.start != 0 && start > s.start
 		switch {
+		case start != s.start, kind != s.kind:
+			// A restart: any change of the start time, forward or back (two instances of one pod name alternate
+			// after a force-delete and re-create on one node: a rate across their counters was 240 cores), or a
+			// change of source. Known to unknown and back counts too: one instance's start may be garbage.
+			s.reset()
 		case p.ts == last.ts:
 			return false // a repeat: the kubelet served the same stats again
-		case p.ts < last.ts && !restarted && last.ts-p.ts <= staleAfter:
+		case p.ts < last.ts && last.ts-p.ts <= staleAfter:
 			return false // a little older than what we have (a clock slewed back): never rewind a series for it
-		case p.ts < last.ts, restarted, kind != s.kind, kind == CPUCumulative && p.cpu < last.cpu:
+		case p.ts < last.ts, kind == CPUCumulative && p.cpu < last.cpu:
 			// A clock set back from the future (waiting for it to pass the newest sample would freeze the series
-			// on values from the future), a restart, a counter reset or a change of source: start afresh.
+			// on values from the future) or a counter reset: start afresh.
 			s.reset()
 		}
 	}
@@ -91,6 +95,38 @@ func (s *series) add(p point, start int64, kind CPUKind, window time.Duration, p
 	return true
 }
 
+// MaxStartAge is how long before its sample a start time may be and still be read as one: a century, longer than
+// any machine runs, and short enough that no difference of two times storage keeps overflows int64 nanoseconds
+// (their range is 292 years; sample times are after 1970).
+const MaxStartAge = 100 * 365 * 24 * time.Hour
+
+// The range of times that int64 Unix nanoseconds hold: time.Time.UnixNano of a time outside it wraps.
+var (
+	minNanos = time.Unix(0, 1) // sample times are after 1970: a zero or negative one is garbage
+	maxNanos = time.Unix(0, math.MaxInt64)
+)
+
+// sampleNanos returns a sample time as Unix nanoseconds; ok is false when it is outside (1970, 2262].
+func sampleNanos(t time.Time) (ns int64, ok bool) {
+	if t.Before(minNanos) || t.After(maxNanos) {
+		return 0, false
+	}
+	return t.UnixNano(), true
+}
+
+// startNanos returns a start time as Unix nanoseconds for a sample at ts, 0 when unknown (zero). invalid reports a
+// start time after its sample, or more than MaxStartAge before it: read as unknown, not as a restart to the year
+// 2610 (a container_start_time_seconds of 2.02e10 wrapped into int64 nanoseconds served 10,017 cores).
+func startNanos(t time.Time, ts int64) (ns int64, invalid bool) {
+	if t.IsZero() {
+		return 0, false
+	}
+	if t.After(time.Unix(0, ts)) || t.Before(time.Unix(0, ts-int64(MaxStartAge))) {
+		return 0, true
+	}
+	return t.UnixNano(), false
+}
+
 // usage computes what is served for the series, per DESIGN.md section 2. ok is false when it is not servable.
 // staleAfter bounds the fallback for a missed scrape, below.
 func (s *series) usage(window, resolution, staleAfter time.Duration) (u Usage, ts int64, w time.Duration, ok bool) {
@@ -98,9 +134,9 @@ func (s *series) usage(window, resolution, staleAfter time.Duration) (u Usage, t
 		return Usage{}, 0, 0, false
 	}
 	last := s.newest()
-	u.Memory = uint64(s.mem)
+	u.Memory = saturate(s.mem)
 	if !math.IsNaN(s.swap) {
-		u = u.WithSwap(uint64(s.swap))
+		u = u.WithSwap(saturate(s.swap))
 	}
 	if s.kind == CPURate {
 		u.CPU = nanocores(last.cpu)
@@ -134,8 +170,15 @@ func (s *series) usage(window, resolution, staleAfter time.Duration) (u Usage, t
 	return u, last.ts, dt, true
 }
 
-func nanocores(cores float64) uint64 {
-	return uint64(math.Round(cores * 1e9))
+func nanocores(cores float64) uint64 { return saturate(math.Round(cores * 1e9)) }
+
+// saturate converts a valid value (finite, not negative) to uint64, saturating where the conversion of a larger
+// float would be implementation-defined (on amd64, 2^63: 9.2 billion cores).
+func saturate(v float64) uint64 {
+	if v >= math.MaxUint64 { // 2^64 as a float64
+		return math.MaxUint64
+	}
+	return uint64(v)
 }
 
 // validate reports whether a sample cannot be served: invalid (NaN, infinite or negative) or zero. A rate of zero is an idle container; a
@@ -162,11 +205,4 @@ func validSwap(smp *Sample) (swap float64, invalid bool) {
 		return math.NaN(), true
 	}
 	return smp.Swap, false
-}
-
-func unixNano(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
 }

@@ -27,6 +27,7 @@
 package storage
 
 import (
+	"cmp"
 	"math"
 	"time"
 )
@@ -46,8 +47,9 @@ const (
 type Sample struct {
 	// Timestamp is the source's own sample time (the kubelet's stats time, Prometheus' evaluation time).
 	Timestamp time.Time
-	// StartTime is when the container or node started; zero when unknown. A start time that moves forward is a
-	// restart and starts the series afresh.
+	// StartTime is when the container or node started; zero when unknown. Any change of it (forward or back) is a
+	// restart and starts the series afresh; one after Timestamp, or more than MaxStartAge before it, is invalid and
+	// read as unknown (Rejection.InvalidStart).
 	StartTime time.Time
 	// CPU is core-seconds (CPUCumulative) or cores (CPURate).
 	CPU float64
@@ -103,11 +105,40 @@ type Rejection struct {
 	Foreign int
 	// ForeignPod names one such pod and the node it is bound to, for a log line.
 	ForeignPod string
+	// Implausible counts samples whose node, container or pod would be served above what the node can physically
+	// do (its capacity, see NodeCapacity, with PlausibleMargin): not served (DESIGN.md section 2, "Plausibility").
+	Implausible int
+	// InvalidStart counts samples whose start time was after the sample, or more than MaxStartAge before it: kept,
+	// with the start read as unknown.
+	InvalidStart int
+	// Predecessor counts container samples of a pod's predecessor under its name: stamped, or of a container
+	// started, before the pod object was created (PodObject.Created, less CreationSkew). Like Foreign ones, their
+	// values may well be true, of another object.
+	Predecessor int
+	// PredecessorPod names one such pod, for a log line.
+	PredecessorPod string
 }
 
-// Total is the number of samples rejected for their values (invalid or zero, or only their swap invalid); Foreign
-// ones are apart, since the values may well be true, of a pod that is no longer there.
-func (r Rejection) Total() int { return r.Invalid + r.Zero + r.InvalidSwap }
+// Total is the number of samples rejected for their values (invalid, zero or implausible, or only their swap or
+// start time invalid); Foreign and Predecessor ones are apart, since the values may well be true, of a pod that
+// is no longer there.
+func (r Rejection) Total() int {
+	return r.Invalid + r.Zero + r.InvalidSwap + r.Implausible + r.InvalidStart
+}
+
+// Add adds the counts of o to r, keeping r's examples when it has them.
+func (r *Rejection) Add(o Rejection) {
+	r.Invalid += o.Invalid
+	r.Zero += o.Zero
+	r.InvalidSwap += o.InvalidSwap
+	r.Foreign += o.Foreign
+	r.Implausible += o.Implausible
+	r.InvalidStart += o.InvalidStart
+	r.Predecessor += o.Predecessor
+	r.Example = cmp.Or(r.Example, o.Example)
+	r.ForeignPod = cmp.Or(r.ForeignPod, o.ForeignPod)
+	r.PredecessorPod = cmp.Or(r.PredecessorPod, o.PredecessorPod)
+}
 
 // Usage is what is served for one node or container.
 type Usage struct {

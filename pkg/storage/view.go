@@ -191,7 +191,7 @@ func (s *Storage) appendPod(p *pod, r *runs) (podEntry, bool) {
 	w, res, stale := s.opts.Window, s.opts.Resolution, s.opts.StaleAfter
 	from := r.len()
 	e := podEntry{from: uint32(from)}
-	if len(p.containers) == 0 {
+	if len(p.containers) == 0 || p.implausible {
 		return podEntry{}, false
 	}
 	for _, c := range p.containers { // sorted by name, as served

@@ -118,6 +118,13 @@ func podIP(uid string) string {
 // already has spec.nodeName.
 func (s *Sim) AddPod(ctx context.Context, c kubernetes.Interface, node string, obj *corev1.Pod,
 	cpuCores float64, memoryBytes uint64) error {
+	return s.AddPodStarted(ctx, c, node, obj, cpuCores, memoryBytes, timeNow().Add(-2*time.Hour))
+}
+
+// AddPodStarted is AddPod with the pod started at start (its status.startTime) and every container with it: a
+// pod re-created under a name, whose containers must not look older than the pod.
+func (s *Sim) AddPodStarted(ctx context.Context, c kubernetes.Interface, node string, obj *corev1.Pod,
+	cpuCores float64, memoryBytes uint64, start time.Time) error {
 	rate, err := nanoCores(cpuCores)
 	if err != nil {
 		return err
@@ -137,11 +144,14 @@ func (s *Sim) AddPod(ctx context.Context, c kubernetes.Interface, node string, o
 		uid = fmt.Sprintf("00000000-0000-4000-9000-%012d", s.adopted.Add(1))
 	}
 	now := timeNow()
-	p := &pod{namespace: obj.Namespace, name: obj.Name, uid: uid, node: n, start: now.Add(-2 * time.Hour),
-		labels: obj.Labels}
+	p := &pod{namespace: obj.Namespace, name: obj.Name, uid: uid, node: n, start: start, labels: obj.Labels}
 	for i, sc := range obj.Spec.Containers {
-		p.containers = append(p.containers, newContainer(sc.Name, sc.Image, containerID(uid, i),
-			p.start.Add(time.Duration(i)*time.Second), now.UnixNano(), rate, memoryBytes))
+		cstart := p.start.Add(time.Duration(i) * time.Second)
+		if cstart.After(now) {
+			cstart = p.start // a container never starts in the future
+		}
+		p.containers = append(p.containers, newContainer(sc.Name, sc.Image, containerID(uid, i), cstart,
+			now.UnixNano(), rate, memoryBytes))
 	}
 	s.mu.Lock()
 	if _, dup := s.pods[key(p.namespace, p.name)]; dup {

@@ -41,6 +41,8 @@ func (sp summaryProvider) GetCPUAndMemoryStats(context.Context) (*statsapi.Summa
 		foreign = f.pods(nowNs)
 	}
 
+	inst := n.instances.Load()
+	oldTurn := inst != nil && inst.scrapes.Add(1)%inst.every == 0
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	own := len(n.pods)
@@ -82,6 +84,9 @@ func (sp summaryProvider) GetCPUAndMemoryStats(context.Context) (*statsapi.Summa
 		ps.Containers, cstats = cstats[:len(p.containers):len(p.containers)], cstats[len(p.containers):]
 		var podCPU, podRate, podMem, podSwap uint64
 		for j, c := range p.containers {
+			if inst != nil {
+				c = inst.container(p, c, oldTurn)
+			}
 			v := c.cpu.at(nowNs)
 			podCPU, podRate, podMem, podSwap = podCPU+v, podRate+c.cpu.rate, podMem+c.memory, podSwap+c.swap
 			ps.Containers[j] = statsapi.ContainerStats{Name: c.name, StartTime: metav1.NewTime(c.start),

@@ -181,6 +181,10 @@ func (s *Sim) handler() http.Handler {
 			if f := n.fault.Load(); f != nil && serveFault(w, r, f) {
 				return
 			}
+			if f := n.farStart.Load(); f != nil && path == "/metrics/resource" {
+				f.rewrite(h(n), w, r)
+				return
+			}
 			h(n).ServeHTTP(w, r)
 		})
 	}

@@ -96,6 +96,8 @@ type node struct {
 	port         int // guarded by Sim.mu
 	fault        atomic.Pointer[Fault]
 	foreign      atomic.Pointer[foreignReport] // another node's pods this one also reports (SetForeign)
+	instances    atomic.Pointer[instanceFault] // a container's old instance reported in turn (AlternateInstances)
+	farStart     atomic.Pointer[farStart]      // a container's start time past int64 nanoseconds (FarFutureStart)
 	resourceOnce sync.Once
 	resourceH    http.Handler
 	cadvisorOnce sync.Once
@@ -110,6 +112,7 @@ type pod struct {
 	start                time.Time
 	labels               map[string]string
 	containers           []*container
+	detached             bool // reported by its node, no longer the sim's (DetachPod); guarded by node.mu
 }
 
 type container struct {
@@ -247,7 +250,7 @@ func newContainer(name, image, id string, start time.Time, now int64, nanoCores,
 	c := &container{name: name, image: image, id: id, start: start, memory: mem}
 	// As if it had run at this rate since it started: a cumulative counter well above zero.
 	c.cpu = counter{since: now, rate: nanoCores}
-	c.cpu.base = mulDiv(nanoCores, uint64(now-start.UnixNano()), uint64(time.Second))
+	c.cpu.base = max(1, mulDiv(nanoCores, uint64(max(0, now-start.UnixNano())), uint64(time.Second))) // never 0: broken
 	return c
 }
 

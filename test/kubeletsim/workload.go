@@ -179,6 +179,9 @@ func (s *Sim) Truth() Truth {
 		n.mu.Lock()
 		nu := Usage{CPUNanoCores: n.cpu.rate, MemoryBytes: NodeOverheadMemoryBytes}
 		for _, p := range n.pods {
+			if p.detached {
+				continue
+			}
 			cs := make(map[string]Usage, len(p.containers))
 			for _, c := range p.containers {
 				cs[c.name] = Usage{CPUNanoCores: c.cpu.rate, MemoryBytes: c.memory, SwapBytes: c.swap}

@@ -16,14 +16,17 @@ func podBindings(store *storage.Storage) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if p, ok := obj.(*runningPod); ok {
-				store.PodBound(p.namespace, p.name, p.nodeName)
+				store.BindPod(p.object())
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			old, _ := oldObj.(*runningPod)
 			p, ok := newObj.(*runningPod)
-			if ok && (old == nil || old.nodeName != p.nodeName) { // spec.nodeName is immutable once set; cheap anyway
-				store.PodBound(p.namespace, p.name, p.nodeName)
+			// spec.nodeName is immutable once set, and so is a UID: a change is another object under the name,
+			// delivered as an update when the informer missed the deletion (a relist). status.startTime is set
+			// once, before the pod runs.
+			if ok && (old == nil || old.nodeName != p.nodeName || old.uid != p.uid || old.created != p.created) {
+				store.BindPod(p.object())
 			}
 		},
 		DeleteFunc: func(obj any) { podDeleted(store, obj) },
@@ -53,4 +56,21 @@ func nodeDeleted(store *storage.Storage, obj any) {
 		return
 	}
 	klog.ErrorS(nil, "Node informer delivered a deletion of an unexpected type", "type", fmt.Sprintf("%T", obj))
+}
+
+// nodeCapacities feeds storage each node's capacity from the node informer's events: no value above it is served.
+func nodeCapacities(store *storage.Storage) cache.ResourceEventHandler {
+	capacity := func(obj any) {
+		if n, ok := obj.(*corev1.Node); ok {
+			store.NodeCapacity(n.Name, storage.Capacity{
+				CPU:    n.Status.Capacity.Cpu().AsApproximateFloat64(),
+				Memory: n.Status.Capacity.Memory().AsApproximateFloat64(),
+			})
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    capacity,
+		UpdateFunc: func(_, obj any) { capacity(obj) },
+		DeleteFunc: func(obj any) { nodeDeleted(store, obj) },
+	}
 }

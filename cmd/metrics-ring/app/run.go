@@ -90,9 +90,7 @@ func Wire(o *Options, client kubernetes.Interface, restConfig *rest.Config) (*Wi
 	if err != nil {
 		return nil, fmt.Errorf("pod informer: %w", err)
 	}
-	if _, err := nodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
-		nodeDeleted(store, obj)
-	}}); err != nil {
+	if _, err := nodeInformer.AddEventHandler(nodeCapacities(store)); err != nil {
 		return nil, fmt.Errorf("node informer: %w", err)
 	}
 	so, err := o.Kubelet.ScraperOptions(o.MetricResolution, restConfig)

@@ -15,8 +15,9 @@ import (
 // The informers keep every Node and Running pod for the life of the process, so their caches are most of the
 // memory at scale: at 1,000 nodes x 30 pods, managedFields alone were a third of the heap. The transforms below keep
 // only what the consumers read: names, labels (selectors, and copied into NodeMetrics/PodMetrics), and of a node
-// its addresses, kubelet port and resource-metrics-path annotation (the scraper). Everything else (managedFields,
-// other annotations, owner references, node images, conditions, capacity) is dropped before it is cached.
+// its addresses, kubelet port and resource-metrics-path annotation (the scraper) and CPU and memory capacity
+// (storage). Everything else (managedFields,
+// other annotations, owner references, node images, conditions, capacity beyond CPU and memory) is dropped before it is cached.
 
 // trimNode is the node informer's transform.
 func trimNode(obj any) (any, error) {
@@ -28,10 +29,20 @@ func trimNode(obj any) (any, error) {
 	if p, ok := n.Annotations[scraper.AnnotationResourceMetricsPath]; ok {
 		annotations = map[string]string{scraper.AnnotationResourceMetricsPath: p}
 	}
+	var capacity corev1.ResourceList // what storage bounds served values by (DESIGN.md section 2, "Plausibility")
+	for _, r := range [...]corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if q, ok := n.Status.Capacity[r]; ok {
+			if capacity == nil {
+				capacity = make(corev1.ResourceList, 2)
+			}
+			capacity[r] = q
+		}
+	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion,
 			Labels: n.Labels, Annotations: annotations},
-		Status: corev1.NodeStatus{Addresses: n.Status.Addresses, DaemonEndpoints: n.Status.DaemonEndpoints},
+		Status: corev1.NodeStatus{Addresses: n.Status.Addresses, DaemonEndpoints: n.Status.DaemonEndpoints,
+			Capacity: capacity},
 	}, nil
 }
 
@@ -56,8 +67,27 @@ func (t *podTrimmer) trim(obj any) (any, error) {
 	if !ok { // a cache.DeletedFinalStateUnknown tombstone: its object was trimmed when it was cached
 		return obj, nil
 	}
-	return &runningPod{namespace: p.Namespace, name: p.Name, resourceVersion: p.ResourceVersion,
-		labels: t.intern(p.Labels), nodeName: t.node(p.Spec.NodeName)}, nil
+	rp := &runningPod{namespace: p.Namespace, name: p.Name, resourceVersion: p.ResourceVersion,
+		labels: t.intern(p.Labels), nodeName: t.node(p.Spec.NodeName), uid: hashUID(p.UID)}
+	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; !mirror {
+		// A static pod's containers run before its mirror object is created, and go on when the kubelet re-creates
+		// it: the same pod, so nothing bounds its samples.
+		rp.created = began(p)
+	}
+	return rp, nil
+}
+
+// began is when a pod object began, in Unix seconds (0 unknown): its status.startTime, when its kubelet first
+// handled it, on the kubelet's clock like the samples storage compares it with (no skew between the API server's
+// clock and the node's), else its creationTimestamp. Both come after its predecessor under the name was deleted.
+func began(p *corev1.Pod) int64 {
+	switch {
+	case p.Status.StartTime != nil && !p.Status.StartTime.IsZero():
+		return p.Status.StartTime.Unix()
+	case !p.CreationTimestamp.IsZero():
+		return p.CreationTimestamp.Unix()
+	}
+	return 0
 }
 
 // node returns the shared copy of a node name.

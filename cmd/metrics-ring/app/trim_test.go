@@ -7,8 +7,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 )
 
 func TestTrimKeepsWhatIsReadAndDropsTheRest(t *testing.T) {
@@ -24,12 +26,16 @@ func TestTrimKeepsWhatIsReadAndDropsTheRest(t *testing.T) {
 			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 10250}},
 			Images:          []corev1.ContainerImage{{Names: []string{"big"}, SizeBytes: 1 << 30}},
 			Conditions:      []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+			Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("19"),
+				corev1.ResourceMemory: resource.MustParse("64Gi"), corev1.ResourcePods: resource.MustParse("110")},
 		},
 	}
 	want := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "u1", ResourceVersion: "7", Labels: map[string]string{"zone": "a"},
 			Annotations: map[string]string{"metrics.k8s.io/resource-metrics-path": "/x"}},
-		Status: corev1.NodeStatus{Addresses: node.Status.Addresses, DaemonEndpoints: node.Status.DaemonEndpoints},
+		Status: corev1.NodeStatus{Addresses: node.Status.Addresses, DaemonEndpoints: node.Status.DaemonEndpoints,
+			Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("19"),
+				corev1.ResourceMemory: resource.MustParse("64Gi")}},
 	}
 	got, err := trimNode(node)
 	if err != nil || !reflect.DeepEqual(got, want) {
@@ -44,17 +50,32 @@ func TestTrimKeepsWhatIsReadAndDropsTheRest(t *testing.T) {
 
 	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u2", ResourceVersion: "9", Labels: map[string]string{"app": "web"},
-			Annotations:     map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{...}"},
-			OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-1"}}, ManagedFields: managed},
+			CreationTimestamp: metav1.Unix(1795262400, 0),
+			Annotations:       map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{...}"},
+			OwnerReferences:   []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-1"}}, ManagedFields: managed},
 		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", Image: "web:1",
 			Env: []corev1.EnvVar{{Name: "BIG", Value: "..."}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.7",
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.7", StartTime: ptr.To(metav1.Unix(1795262403, 0)),
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true}}}}
 	wantPod := &runningPod{name: "p", namespace: "ns", resourceVersion: "9", labels: map[string]string{"app": "web"},
-		nodeName: "n1"}
+		nodeName: "n1", uid: hashUID("u2"), created: 1795262403} // the kubelet's start time, on the samples' clock
 	trimPod := (&podTrimmer{}).trim
 	if got, err := trimPod(pod); err != nil || !reflect.DeepEqual(got, wantPod) {
 		t.Errorf("trimPod: %v\n got %+v\nwant %+v", err, got, wantPod)
+	}
+	// A static pod's mirror is younger than its containers: no creation time bounds its samples.
+	mirror := pod.DeepCopy()
+	mirror.Annotations[corev1.MirrorPodAnnotationKey] = "x"
+	if got, _ := trimPod(mirror); got.(*runningPod).created != 0 {
+		t.Errorf("a mirror pod keeps its creation time: %+v", got)
+	}
+	noStart := pod.DeepCopy()
+	noStart.Status.StartTime = nil
+	if got, _ := trimPod(noStart); got.(*runningPod).created != 1795262400 {
+		t.Errorf("a pod without a start time does not begin at its creation: %+v", got)
+	}
+	if hashUID("u2") == hashUID("u3") || hashUID("") != 0 {
+		t.Errorf("UIDs hash to %d, %d and %d", hashUID("u2"), hashUID("u3"), hashUID(""))
 	}
 
 	tomb := cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: wantPod}
