@@ -218,7 +218,7 @@ func (c *buildCache[P]) make(ctx context.Context, snap storage.Snapshot, sel sco
 	}
 	sort.Slice(es, func(i, j int) bool { return es[i].less(&es[j].object) })
 	buildsMade.Inc()
-	return &build[P]{res: s, rv: rv(snap), generation: snap.Generation(), created: now, entries: es, done: closed, kept: g}, nil
+	return &build[P]{res: s, rv: s.rv(snap), generation: snap.Generation(), created: now, entries: es, done: closed, kept: g}, nil
 }
 
 var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()

@@ -59,6 +59,13 @@ var (
 		Help:           "Selections built from a snapshot; every list, page and watch of one selection and collection shares one.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	pagesContinuedElsewhere = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "metrics_ring",
+		Subsystem:      "api",
+		Name:           "continued_from_newest_total",
+		Help:           "Pages of a paged list continued after their token's key from the newest committed snapshot, by reason: foreign (the token is another replica's or an earlier run's) or expired (its snapshot is no longer kept).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"reason"})
 	buildsRejected = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace:      "metrics_ring",
 		Subsystem:      "api",
@@ -74,7 +81,7 @@ var registerOnce sync.Once
 func RegisterMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(metricFreshness, watchesActive, watchesRejected, watchesFellBehind, watchPanics,
-			buildsMade, buildsRejected)
+			buildsMade, buildsRejected, pagesContinuedElsewhere)
 	})
 }
 

@@ -4,48 +4,113 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	apistorage "k8s.io/apiserver/pkg/storage"
 
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
 // Pagination (limit and continue) reads every page from the snapshot the first page read: the continue token
-// carries its generation, so the values of one paginated list come from one collection. The first page reads the
+// carries its resourceVersion, so the values of one paginated list come from one collection. The first page reads the
 // newest committed snapshot (storage's Committed), not the newest: during a long cycle storage also publishes what
 // has landed every second, and those interim snapshots are retained for only storage.RetainedViews publications, a
 // few seconds, where a page-through of 300,000 pods by 500 (kubectl get's default) takes tens; a committed one that
 // a page read (storage pins it) is retained for RetainedViews cycles. Between cycles, most of the time, the two are
-// the same. A token whose snapshot is no longer retained (a list paged more slowly than that) is 410 Gone, as
-// Kubernetes answers an expired continue token; the client lists again from the start.
+// the same. A token whose snapshot this replica does not keep (another replica's, see resourceversion.go, or one
+// paged more slowly than that) continues after its key from the newest committed snapshot: every object once.
 
-// snapshotFor returns the snapshot a list reads (latest, the request's, for a list without limit; the newest
-// committed one for a first page) and the key of the last item already returned ("" for a first page).
-func (s *metricsREST[P]) snapshotFor(latest storage.Snapshot, opts *metainternalversion.ListOptions) (storage.Snapshot, string, error) {
-	if opts == nil || opts.Continue == "" {
-		if opts != nil && opts.Limit > 0 {
+// snapshotFor returns the snapshot a list reads and the key of the last item already returned ("" for a first
+// page). namespace is the request's ("" for all namespaces, or a cluster-scoped kind).
+func (s *metricsREST[P]) snapshotFor(latest storage.Snapshot, opts *metainternalversion.ListOptions, namespace string) (storage.Snapshot, string, error) {
+	if opts == nil {
+		return latest, "", nil
+	}
+	if opts.Continue != "" {
+		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+			return nil, "", apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
+		}
+		return s.continueFrom(opts.Continue, namespace)
+	}
+	if opts.ResourceVersion == "" || opts.ResourceVersion == "0" {
+		if opts.Limit > 0 {
 			return s.snaps.Committed(), "", nil
 		}
 		return latest, "", nil
 	}
-	after, gen, err := apistorage.DecodeContinue(opts.Continue, "/")
-	if err != nil || gen <= 0 {
+	snap, err := s.listVersion(latest, opts)
+	return snap, "", err
+}
+
+// listVersion returns the snapshot of a list with a resourceVersion, with Kubernetes' semantics: Exact (and, as
+// kube-apiserver reads it, a legacy resourceVersion with limit) reads that snapshot or is 410 Gone; NotOlderThan
+// (a legacy one without limit) reads the newest. Another run's version is never read as ours: Exact of it is 410
+// Gone; NotOlderThan of it cannot be compared with ours and reads the newest, the freshest any replica has.
+func (s *metricsREST[P]) listVersion(latest storage.Snapshot, opts *metainternalversion.ListOptions) (storage.Snapshot, error) {
+	v, err := parseVersion(opts.ResourceVersion)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	ours := s.ours(v)
+	if ours && v.gen > latest.Generation() {
+		return nil, tooLarge(v, latest)
+	}
+	exact := opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact ||
+		(opts.ResourceVersionMatch == "" && opts.Limit > 0)
+	switch {
+	case exact && !ours:
+		return nil, notOurs(opts.ResourceVersion)
+	case exact:
+		snap, ok := s.snaps.At(v.gen)
+		if !ok {
+			return nil, tooOld(v, latest)
+		}
+		return snap, nil
+	case opts.Limit > 0:
+		if c := s.snaps.Committed(); !ours || c.Generation() >= v.gen {
+			return c, nil
+		}
+	}
+	return latest, nil
+}
+
+// continueFrom returns the snapshot a continue token reads: its own when this replica keeps it, else the newest
+// committed one; and the key to continue after.
+func (s *metricsREST[P]) continueFrom(token, namespace string) (storage.Snapshot, string, error) {
+	rv, key, err := decodeContinue(token)
+	if err == nil {
+		err = s.validKey(key, namespace)
+	}
+	if err != nil {
 		return nil, "", apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
 	}
-	snap, ok := s.snaps.At(uint64(gen))
-	if !ok {
-		return nil, "", apierrors.NewResourceExpired(fmt.Sprintf(
-			"the continue token's collection %d is no longer retained (the newest is %d): list again without continue",
-			gen, latest.Generation()))
+	reason := "foreign"
+	if v, err := parseVersion(rv); err == nil && s.ours(v) {
+		if snap, ok := s.snaps.At(v.gen); ok {
+			return snap, key, nil
+		}
+		reason = "expired"
 	}
-	return snap, strings.TrimPrefix(after, "/"), nil
+	pagesContinuedElsewhere.WithLabelValues(reason).Inc()
+	return s.snaps.Committed(), key, nil
+}
+
+// validKey checks a continue token's key: "namespace/name" for a namespaced kind, within the request's namespace
+// (a token of an all-namespaces list used in one namespace would otherwise page from a wrong place), else a name.
+func (s *metricsREST[P]) validKey(key, namespace string) error {
+	ns, name, namespaced := strings.Cut(key, "/")
+	switch {
+	case namespaced != s.info.namespaced || strings.Contains(name, "/") || name == "" || (namespaced && ns == ""):
+		return fmt.Errorf("%q is not a key of %s", key, s.info.resource.String())
+	case namespace != "" && ns != namespace:
+		return fmt.Errorf("the token is of namespace %q, not %q", ns, namespace)
+	}
+	return nil
 }
 
 // smallPage is the largest page built without a slot of buildLimit, and the largest shared.
@@ -95,11 +160,8 @@ func (s *metricsREST[P]) cut(b *build[P], start, end int) (runtime.Object, error
 	var token string
 	var remaining *int64
 	if end < len(b.entries) {
-		gen, err := strconv.ParseInt(b.rv, 10, 64)
-		if err != nil {
-			return nil, apierrors.NewBadRequest("limit is not supported by this storage")
-		}
-		if token, err = apistorage.EncodeContinue("/"+es[len(es)-1].key(), "/", gen); err != nil {
+		var err error
+		if token, err = encodeContinue(b.rv, es[len(es)-1].key()); err != nil {
 			return nil, apierrors.NewInternalError(fmt.Errorf("encoding the continue token: %w", err))
 		}
 		n := int64(len(b.entries) - end)

@@ -18,6 +18,7 @@ import (
 // snapshot per request. What differs between the kinds is k.
 type metricsREST[P any] struct {
 	info    kindInfo
+	run     string // names this server's resourceVersions (resourceversion.go)
 	kind    kind[P]
 	snaps   Snapshots
 	now     func() metav1.Time
@@ -40,7 +41,7 @@ var (
 )
 
 func newMetricsREST[P any](m Snapshots, k kind[P]) *metricsREST[P] {
-	s := &metricsREST[P]{info: k.info(), kind: k, snaps: m, now: metav1.Now, limit: newBuildLimit(0),
+	s := &metricsREST[P]{info: k.info(), run: newRun(), kind: k, snaps: m, now: metav1.Now, limit: newBuildLimit(0),
 		watches: newWatchHub(0, 0)}
 	s.builds = newBuildCache(s)
 	s.feeds = newFeeds(s)
@@ -73,11 +74,12 @@ func (s *metricsREST[P]) List(ctx context.Context, opts *metainternalversion.Lis
 	if err != nil {
 		return nil, err
 	}
-	snap, after, err := s.snapshotFor(latest, opts)
+	which := s.selection(ctx, sel)
+	snap, after, err := s.snapshotFor(latest, opts, which.namespace)
 	if err != nil {
 		return nil, err
 	}
-	b, err := s.builds.get(ctx, snap, s.selection(ctx, sel))
+	b, err := s.builds.get(ctx, snap, which)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +127,7 @@ func (s *metricsREST[P]) Get(ctx context.Context, name string, _ *metav1.GetOpti
 	}
 	now := s.now()
 	observeFreshness(now.Time, pointTime(p))
-	return s.kind.item(&entry[P]{object: obj, point: p}, rv(snap), now), nil
+	return s.kind.item(&entry[P]{object: obj, point: p}, s.rv(snap), now), nil
 }
 
 // Watch implements rest.Watcher: ADDED, MODIFIED and DELETED events as collections land (see startWatch).

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
-	"strconv"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,9 +32,10 @@ const resultBuffer = 128
 
 // startWatch validates a watch request, takes its slot, and joins the feed of its selection.
 //
-// resourceVersion is a snapshot's generation. "" and "0" start with ADDED events for every selected object, as
-// Kubernetes does; a retained generation resumes from what that snapshot held; anything else (older than the
-// retained snapshots, or from another replica or an earlier run of this one) is 410 Gone, so the client lists again.
+// resourceVersion names a snapshot of this run (resourceversion.go). "" and "0" start with ADDED events for every
+// selected object, as Kubernetes does; a retained snapshot's resumes from what that snapshot held; any other
+// (older than the retained snapshots, or of another replica or an earlier run of this one, whatever its number) is
+// 410 Gone, so the client lists again.
 // The watch limits are checked before any build is made for the request.
 func (s *metricsREST[P]) startWatch(ctx context.Context, opts *metainternalversion.ListOptions) (watch.Interface, error) {
 	latest, sel, err := s.begin(opts)
@@ -47,16 +47,19 @@ func (s *metricsREST[P]) startWatch(ctx context.Context, opts *metainternalversi
 	}
 	initial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
 	var from storage.Snapshot // nil: start with ADDED for everything
-	if rv := opts.ResourceVersion; rv != "" && rv != "0" && !initial {
-		gen, err := strconv.ParseUint(rv, 10, 64)
-		if err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("resourceVersion %q: not a resourceVersion of this API", rv))
-		}
-		var ok bool
-		if from, ok = s.snaps.At(gen); !ok {
-			return nil, apierrors.NewResourceExpired(fmt.Sprintf(
-				"too old resource version: %d (the newest is %d; %d publications are retained)",
-				gen, latest.Generation(), storage.RetainedViews))
+	if rv := opts.ResourceVersion; rv != "" && rv != "0" {
+		v, err := parseVersion(rv)
+		switch {
+		case err != nil:
+			return nil, apierrors.NewBadRequest(err.Error())
+		case initial: // the initial events are the newest snapshot's, not older than any
+		case !s.ours(v):
+			return nil, notOurs(rv)
+		default:
+			var ok bool
+			if from, ok = s.snaps.At(v.gen); !ok {
+				return nil, tooOld(v, latest)
+			}
 		}
 	}
 	user, version := userOf(ctx), requestVersion(ctx)
@@ -89,7 +92,7 @@ func (s *metricsREST[P]) startWatch(ctx context.Context, opts *metainternalversi
 	case from.Generation() >= start.generation:
 		// The client is ahead of the feed, which has yet to take in the newest collection: nothing to send until
 		// the feed gets past where the client is.
-		w.initial, w.skipThrough = &batch{rv: rv(from), gen: from.Generation()}, from.Generation()
+		w.initial, w.skipThrough = &batch{rv: s.rv(from), gen: from.Generation()}, from.Generation()
 	default:
 		prev, err := s.builds.get(ctx, from, which)
 		if err != nil {

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -174,7 +173,7 @@ func TestResumeAheadOfFeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	g2 := c.cycle(nil, cpu)
-	b, err := s.Watch(ctx, &metainternalversion.ListOptions{ResourceVersion: fmt.Sprint(g2), AllowWatchBookmarks: true})
+	b, err := s.Watch(ctx, &metainternalversion.ListOptions{ResourceVersion: versionAt(s, g2), AllowWatchBookmarks: true})
 	if err != nil {
 		t.Fatal(err)
 	}

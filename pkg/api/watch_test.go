@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -155,11 +156,20 @@ func rvOf(t *testing.T, obj any) uint64 {
 	if !ok {
 		t.Fatalf("%T has no metadata", obj)
 	}
-	rv, err := strconv.ParseUint(a.GetResourceVersion(), 10, 64)
+	v, err := parseVersion(a.GetResourceVersion())
 	if err != nil {
 		t.Fatalf("resourceVersion %q: %v", a.GetResourceVersion(), err)
 	}
-	return rv
+	return v.gen
+}
+
+// versionAt is s's resourceVersion of generation gen (s reads real storage: Latest changes nothing).
+func versionAt[P any](s *metricsREST[P], gen uint64) string {
+	v := strconv.FormatUint(gen, 10)
+	if _, run, named := strings.Cut(s.rv(s.snaps.Latest()), "-"); named {
+		v += "-" + run
+	}
+	return v
 }
 
 func TestWatchNodesFromNow(t *testing.T) {
@@ -218,7 +228,7 @@ func TestWatchSelectorsAndErrors(t *testing.T) {
 	for rv, check := range map[string]func(error) bool{
 		"abc": apierrors.IsBadRequest,
 		"1":   apierrors.IsResourceExpired, // long before this server started
-		strconv.FormatUint(c.store.Latest().Generation()+5, 10): apierrors.IsResourceExpired, // another replica's history
+		versionAt(s, c.store.Latest().Generation()+5): apierrors.IsResourceExpired, // not yet published
 	} {
 		if _, err := s.Watch(context.Background(), &metainternalversion.ListOptions{ResourceVersion: rv}); !check(err) {
 			t.Errorf("resourceVersion %s: %v", rv, err)
@@ -235,7 +245,7 @@ func TestWatchResumesFromRetainedCollection(t *testing.T) {
 	s := c.podStorage()
 	ctx := genericapirequest.WithNamespace(context.Background(), "ns-a")
 	list, err := s.List(ctx, &metainternalversion.ListOptions{})
-	if err != nil || podList(t, list).ResourceVersion != strconv.FormatUint(g1, 10) {
+	if err != nil || podList(t, list).ResourceVersion != versionAt(s, g1) {
 		t.Fatalf("list: %v, resourceVersion %v, want %d", err, list, g1)
 	}
 	// While the client is away: p1 changes, p2 is deleted, p3 appears.
@@ -243,7 +253,7 @@ func TestWatchResumesFromRetainedCollection(t *testing.T) {
 	c.addPod("ns-a", "p3")
 	c.cycle(nil, map[string]float64{"ns-a/p1": 0.15, "ns-a/p3": 0.4, "ns-b/p1": 0.35})
 
-	w, err := s.Watch(ctx, &metainternalversion.ListOptions{ResourceVersion: strconv.FormatUint(g1, 10)})
+	w, err := s.Watch(ctx, &metainternalversion.ListOptions{ResourceVersion: versionAt(s, g1)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +263,7 @@ func TestWatchResumesFromRetainedCollection(t *testing.T) {
 	for i := 0; i < storage.RetainedViews; i++ {
 		c.cycle(nil, map[string]float64{"ns-a/p1": 0.15})
 	}
-	if _, err := s.Watch(ctx, &metainternalversion.ListOptions{ResourceVersion: strconv.FormatUint(g1, 10)}); !apierrors.IsResourceExpired(err) {
+	if _, err := s.Watch(ctx, &metainternalversion.ListOptions{ResourceVersion: versionAt(s, g1)}); !apierrors.IsResourceExpired(err) {
 		t.Errorf("resuming from a collection no longer retained: %v, want 410 Gone", err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"runtime/debug"
 	"sort"
-	"strconv"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -225,6 +224,3 @@ func (s *metricsREST[P]) gone(snap storage.Snapshot, sel scope) []object {
 	})
 	return out
 }
-
-// rv is a snapshot's resourceVersion.
-func rv(snap storage.Snapshot) string { return strconv.FormatUint(snap.Generation(), 10) }

@@ -18,6 +18,12 @@ type BackendConfig struct {
 	Service string
 	// IP is the loopback address it binds, e.g. 127.0.0.2; one per Service.
 	IP string
+	// Replica, when set, makes the backend one replica of several behind Service, named by it (its process, log
+	// and certificate files): StartBackend creates no ExternalName Service, and ServeReplicas gives Service an
+	// endpoint per replica, for a kube-apiserver with --enable-aggregator-routing=true.
+	Replica string
+	// Port is the port it listens on; 0 means the port every backend shares (MetricsAPI.Port).
+	Port int
 	// Resolution is --metric-resolution.
 	Resolution time.Duration
 	// Args are the source's flags (see KubeletSourceArgs).
@@ -53,15 +59,24 @@ func (m *MetricsAPI) StartBackend(ctx context.Context, cfg BackendConfig) (*Back
 	}
 	dir := filepath.Join(m.cp.Dir, "metrics-ring")
 	host := cfg.Service + "." + m.Namespace + ".svc"
-	serving, err := m.ServingCA.Issue(dir, cfg.Service, CertSpec{
+	name := cfg.Service
+	if cfg.Replica != "" {
+		name = cfg.Replica
+	}
+	if cfg.Port == 0 {
+		cfg.Port = m.Port
+	}
+	serving, err := m.ServingCA.Issue(dir, name, CertSpec{
 		CommonName: host, Server: true,
 		DNSNames: []string{cfg.Service, cfg.Service + "." + m.Namespace, host, host + ".cluster.local"},
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := m.createService(ctx, cfg.Service, cfg.IP); err != nil {
-		return nil, err
+	if cfg.Replica == "" {
+		if err := m.createService(ctx, cfg.Service, cfg.IP); err != nil {
+			return nil, err
+		}
 	}
 	hc, err := httpsClient(m.ServingCA.CertPEM, m.cp.admin)
 	if err != nil {
@@ -74,7 +89,7 @@ func (m *MetricsAPI) StartBackend(ctx context.Context, cfg BackendConfig) (*Back
 		"--authentication-kubeconfig=" + m.Kubeconfig,
 		"--authorization-kubeconfig=" + m.Kubeconfig,
 		"--bind-address=" + cfg.IP,
-		"--secure-port=" + strconv.Itoa(m.Port),
+		"--secure-port=" + strconv.Itoa(cfg.Port),
 		"--tls-cert-file=" + serving.CertFile,
 		"--tls-private-key-file=" + serving.KeyFile,
 		"--metric-resolution=" + cfg.Resolution.String(),
@@ -85,15 +100,15 @@ func (m *MetricsAPI) StartBackend(ctx context.Context, cfg BackendConfig) (*Back
 	if bin == "" {
 		bin = m.cp.Tools.MetricsRing
 	}
-	b.Proc = NewProcess(m.cp.Dir, cfg.Service, bin, append(args, cfg.Args...)...)
+	b.Proc = NewProcess(m.cp.Dir, name, bin, append(args, cfg.Args...)...)
 	m.cp.track(b.Proc)
-	fmt.Fprintf(m.cp.Out, "starting %s as %s on %s\n", filepath.Base(bin), cfg.Service, b.URL())
+	fmt.Fprintf(m.cp.Out, "starting %s as %s on %s\n", filepath.Base(bin), name, b.URL())
 	return b, b.Proc.Start()
 }
 
 // URL is the backend's own https address (the certificate names the Service, see Get).
 func (b *Backend) URL() string {
-	return "https://" + net.JoinHostPort(b.IP, strconv.Itoa(b.m.Port))
+	return "https://" + net.JoinHostPort(b.IP, strconv.Itoa(b.Port))
 }
 
 // Get fetches path from the backend directly as the admin user, verifying the serving certificate against
@@ -107,9 +122,9 @@ func (b *Backend) Restart() error { return b.Proc.Start() }
 
 // WaitReady waits until /readyz answers 200, failing fast if the process exits.
 func (b *Backend) WaitReady(ctx context.Context, timeout time.Duration) error {
-	return Poll(ctx, b.Service+" /readyz", 200*time.Millisecond, timeout, func(ctx context.Context) (bool, error) {
+	return Poll(ctx, b.Proc.Name+" /readyz", 200*time.Millisecond, timeout, func(ctx context.Context) (bool, error) {
 		if exited, err := b.Proc.Exited(); exited {
-			return false, StopPolling(fmt.Errorf("%s exited: %v; log: %s", b.Service, err, b.Proc.LogFile))
+			return false, StopPolling(fmt.Errorf("%s exited: %v; log: %s", b.Proc.Name, err, b.Proc.LogFile))
 		}
 		code, body, err := b.Get(ctx, "/readyz")
 		if err != nil {
@@ -133,7 +148,7 @@ func (m *MetricsAPI) WaitAvailableOf(ctx context.Context, b *Backend, names []st
 	return Poll(ctx, "APIServices "+strings.Join(names, ", ")+" Available", 250*time.Millisecond, timeout, func(ctx context.Context) (bool, error) {
 		if b != nil {
 			if exited, err := b.Proc.Exited(); exited {
-				return false, StopPolling(fmt.Errorf("%s exited: %v; log: %s", b.Service, err, b.Proc.LogFile))
+				return false, StopPolling(fmt.Errorf("%s exited: %v; log: %s", b.Proc.Name, err, b.Proc.LogFile))
 			}
 		}
 		ok, msg, err := m.apiServicesAvailable(ctx, names)

@@ -30,6 +30,8 @@ type SuiteConfig struct {
 	// Setup, when set, runs last, once the simulated nodes and pods are registered: the package's own
 	// metrics-ring backends and whatever its tests share. Until it returns nil no test runs.
 	Setup func(ctx context.Context, s *Suite) error
+	// ExtraAPIServerArgs are appended to kube-apiserver's flags (see Options).
+	ExtraAPIServerArgs []string
 }
 
 // Suite is the shared cluster of one end-to-end package: a control plane, simulated kubelets whose nodes and
@@ -75,7 +77,7 @@ func (s *Suite) setup(ctx context.Context, cfg SuiteConfig) error {
 	if err != nil {
 		return err
 	}
-	cp, err := Start(ctx, Options{Tools: tools, Dir: s.Dir, Out: os.Stderr})
+	cp, err := Start(ctx, Options{Tools: tools, Dir: s.Dir, Out: os.Stderr, ExtraAPIServerArgs: cfg.ExtraAPIServerArgs})
 	if err != nil {
 		return err
 	}
