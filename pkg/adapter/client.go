@@ -68,7 +68,7 @@ func (o ClientOptions) Validate() []error {
 		errs = append(errs, errors.New("--source=prometheus needs --prometheus-url"))
 	} else if u, err := url.Parse(o.URL); err != nil || u.Scheme == "" || u.Host == "" {
 		// Neither o.URL nor url.Parse's error, which quotes it: either may hold a password.
-		errs = append(errs, fmt.Errorf("--prometheus-url %q: want an absolute http(s) URL", Redact(o.URL)))
+		errs = append(errs, fmt.Errorf("--prometheus-url %q: want an absolute http(s) URL", redact(o.URL)))
 	} else if u.User != nil && (o.BasicAuthUsername != "" || o.BasicAuthPasswordFile != "" || o.BearerTokenFile != "") {
 		errs = append(errs, errors.New("--prometheus-url carries credentials, and --prometheus-basic-auth-* or "+
 			"--prometheus-token-file give others: use one"))

@@ -21,9 +21,9 @@ func splitCredentials(u *url.URL) (*url.URL, *pconfig.BasicAuth) {
 	return &stripped, &pconfig.BasicAuth{Username: u.User.Username(), Password: pconfig.Secret(password)}
 }
 
-// Redact is raw, a --prometheus-url, as messages may quote it: without user information. A URL that does not
+// redact is raw, a --prometheus-url, as messages may quote it: without user information. A URL that does not
 // parse keeps only its scheme when it has an '@' anywhere, since where its user information ends is then unclear.
-func Redact(raw string) string {
+func redact(raw string) string {
 	u, err := url.Parse(raw)
 	if err == nil && u.Opaque == "" {
 		u, _ = splitCredentials(u)

@@ -32,6 +32,7 @@ type chartCase struct {
 	set  []string // helm --set
 	want overlayWant
 	tls  func(o *objects, crds []crdObject) error // the aggregator's trust in the serving certificate
+	more func(o *objects) error                   // nil, or what else these values promise
 }
 
 var chartCases = []chartCase{
@@ -39,6 +40,8 @@ var chartCases = []chartCase{
 	{name: "tls.type=helm", set: []string{"tls.type=helm"}, want: wants["kubelet"], tls: helmTLS},
 	{name: "tls.type=cert-manager", set: []string{"tls.type=cert-manager"}, want: wants["kubelet"], tls: certManagerTLS},
 	{name: "source=prometheus", set: []string{"source=prometheus"}, want: wants["prometheus"], tls: selfSignedTLS},
+	{name: "source=prometheus with basic auth", want: wants["prometheus"], tls: selfSignedTLS, more: basicAuthFromSecret,
+		set: []string{"source=prometheus", "prometheus.basicAuth.username=adapter", "prometheus.basicAuth.existingSecret=prom-auth"}},
 	{name: "high-availability", want: wants["high-availability"], tls: selfSignedTLS, set: []string{
 		"replicas=2", "podDisruptionBudget.enabled=true", "podAntiAffinityPreset=required",
 		"topologySpreadConstraints[0].maxSkew=1", "topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone",
@@ -85,11 +88,20 @@ func TestHelmChart(t *testing.T) {
 			if err := tc.tls(objs, crds); err != nil {
 				t.Fatalf("the chart with %v: %v", tc.set, err)
 			}
+			if err := checkGrants(objs, tc.want); err != nil {
+				t.Fatalf("the chart with %v: %v", tc.set, err)
+			}
+			if tc.more != nil {
+				if err := tc.more(objs); err != nil {
+					t.Fatalf("the chart with %v: %v", tc.set, err)
+				}
+			}
 			dryRunPod(t, objs.deployments[0], nil)
 		})
 	}
 	t.Run("bad values", func(t *testing.T) {
-		for _, set := range []string{"source=kubelets", "tls.type=selfsigned", "tls.type=existingSecret"} {
+		for _, set := range []string{"source=kubelets", "tls.type=selfsigned", "tls.type=existingSecret",
+			"prometheus.basicAuth.existingSecret=prom-auth,source=prometheus"} {
 			out, err := run(ctx, helm, "template", releaseName, chart, "--namespace", namespace, "--set", set)
 			if err == nil || !strings.Contains(out, strings.SplitN(set, "=", 2)[0]) {
 				t.Errorf("--set %s: want an error naming the value, got %v\n%.400s", set, err, out)

@@ -39,3 +39,22 @@ func checkGrants(o *objects, w overlayWant) error {
 	}
 	return nil
 }
+
+// basicAuthFromSecret checks the chart's prometheus.basicAuth: the user name and a password file as flags, the
+// file from the Secret, and no password anywhere in the Deployment.
+func basicAuthFromSecret(o *objects) error {
+	c := o.deployments[0].Spec.Template.Spec.Containers[0]
+	file := argValue(c.Args, "--prometheus-basic-auth-password-file")
+	if argValue(c.Args, "--prometheus-basic-auth-username") != "adapter" || file == "" {
+		return fmt.Errorf("args %q: want --prometheus-basic-auth-username=adapter and a password file", c.Args)
+	}
+	for _, m := range c.VolumeMounts {
+		for _, v := range o.deployments[0].Spec.Template.Spec.Volumes {
+			if v.Name == m.Name && v.Secret != nil && v.Secret.SecretName == "prom-auth" &&
+				len(v.Secret.Items) == 1 && m.MountPath+"/"+v.Secret.Items[0].Path == file {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("no volume of Secret prom-auth mounted at %s", file)
+}
