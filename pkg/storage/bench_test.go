@@ -124,6 +124,27 @@ func BenchmarkStoreCycle(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/60000, "ns/sample")
 	})
+	// Every node's capacity known: each node and pod is judged for plausibility at each batch (Plausibility).
+	b.Run("store-capacity", func(b *testing.B) {
+		for _, bt := range batches {
+			s.NodeCapacity(bt.Key, Capacity{CPU: 64, Memory: 256 << 30})
+		}
+		defer func() {
+			for _, bt := range batches {
+				s.NodeCapacity(bt.Key, Capacity{})
+			}
+		}()
+		b.ReportAllocs()
+		for b.Loop() {
+			c.now = c.now.Add(15 * time.Second)
+			advance(batches, c.now)
+			cy := s.BeginCycle()
+			for j := range batches {
+				cy.Append(&batches[j])
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/60000, "ns/sample")
+	})
 	b.Run("foreign", func(b *testing.B) { // every batch reported by the next node's kubelet: all dropped
 		b.ReportAllocs()
 		for b.Loop() {

@@ -11,16 +11,18 @@
 // recomputes only what changed since the previous one, and keeps only that: its pods are a patch over the previous
 // snapshot's.
 //
-// Which objects exist comes from the informers' events alone, passed on by cmd: PodBound (a pod Running on a node:
-// its samples are stored from then on), PodDeleted and NodeDeleted (its series dropped at once). Storage never asks
-// a lister. Staleness is a rule of the data: a series not fed a new sample within --stale-after is dropped.
+// Which objects exist comes from the informers' events alone, passed on by cmd: BindPod (a pod object Running on a
+// node: its samples, and only those measured for that object, are stored from then on), PodDeleted and NodeDeleted
+// (its series dropped at once), NodeCapacity (what the node can do: no value above it is served). Storage never
+// asks a lister. Staleness is a rule of the data: a series not fed a new sample within --stale-after is dropped.
 //
 // Reading is one atomic load: Latest (or At, a retained generation) returns a Snapshot that needs nothing else: the
 // values, the time each turns stale, the generation (the API's resourceVersion), the source's health and the 503
 // decision (Unavailable).
 //
-// Files: types.go (batches, points, health), cycle.go (a cycle's handle: interim publication, commit), storage.go (appending; the informers'
-// events), series.go (one ring and what it serves), view.go (pruning; building a snapshot), interim.go (an interim
+// Files: types.go (batches, points, health), cycle.go (a cycle's handle: interim publication, commit), storage.go
+// (appending), members.go (the informers' events), plausible.go (capacity), series.go (one ring, its restarts and
+// times, and what it serves), view.go (pruning; building a snapshot), interim.go (an interim
 // snapshot: the published one with what changed since), layers.go (a snapshot's pods: a full layer and patches),
 // snapshot.go (reading one; the retained ones, pinned by use), slots.go (pod numbering, for pointer-free snapshots),
 // metrics.go (self-metrics).

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/utils/ptr"
 )
 
 func TestTrimKeepsWhatIsReadAndDropsTheRest(t *testing.T) {
@@ -48,6 +47,7 @@ func TestTrimKeepsWhatIsReadAndDropsTheRest(t *testing.T) {
 		t.Errorf("a node without the path annotation kept annotations: %+v", bare)
 	}
 
+	started := metav1.Unix(1795262403, 0)
 	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u2", ResourceVersion: "9", Labels: map[string]string{"app": "web"},
 			CreationTimestamp: metav1.Unix(1795262400, 0),
@@ -55,7 +55,7 @@ func TestTrimKeepsWhatIsReadAndDropsTheRest(t *testing.T) {
 			OwnerReferences:   []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-1"}}, ManagedFields: managed},
 		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", Image: "web:1",
 			Env: []corev1.EnvVar{{Name: "BIG", Value: "..."}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.7", StartTime: ptr.To(metav1.Unix(1795262403, 0)),
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.7", StartTime: &started,
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true}}}}
 	wantPod := &runningPod{name: "p", namespace: "ns", resourceVersion: "9", labels: map[string]string{"app": "web"},
 		nodeName: "n1", uid: hashUID("u2"), created: 1795262403} // the kubelet's start time, on the samples' clock
