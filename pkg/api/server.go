@@ -142,7 +142,7 @@ func NewServer(cfg *genericapiserver.Config, d Deps) (*genericapiserver.GenericA
 	hub, limit := newWatchHub(d.MaxWatches, d.MaxWatchesPerUser), newBuildLimit(d.MaxBuilds)
 	nodes.watches, pods.watches = hub, hub
 	nodes.limit, pods.limit = limit, limit
-	pods.run = nodes.run // one run per server: its storage's
+	pods.run = nodes.run // one run ID per server (one storage): resourceversion.go
 	// Pre-shutdown hooks run as soon as shutdown starts, but watches are served through --shutdown-delay-duration
 	// like every other request (while /readyz fails and endpoints drain); the server stops accepting requests
 	// once both the delay and this hook are over.
