@@ -59,6 +59,20 @@ var (
 		Help:           "Selections built from a snapshot; every list, page and watch of one selection and collection shares one.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	buildsEvicted = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace:      "metrics_ring",
+		Subsystem:      "api",
+		Name:           "builds_evicted_total",
+		Help:           "Builds let go before their snapshot was, to keep what readers' builds keep within its budget in bytes (--reader-cache-bytes).",
+		StabilityLevel: metrics.ALPHA,
+	})
+	buildsKeptBytes = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace:      "metrics_ring",
+		Subsystem:      "api",
+		Name:           "builds_kept_bytes",
+		Help:           "Estimated bytes that readers' builds keep between requests (entries, shared lists and pages, encodings), bounded by --reader-cache-bytes.",
+		StabilityLevel: metrics.ALPHA,
+	})
 	buildsRejected = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace:      "metrics_ring",
 		Subsystem:      "api",
@@ -74,7 +88,7 @@ var registerOnce sync.Once
 func RegisterMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(metricFreshness, watchesActive, watchesRejected, watchesFellBehind, watchPanics,
-			buildsMade, buildsRejected)
+			buildsMade, buildsEvicted, buildsKeptBytes, buildsRejected)
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -77,15 +78,15 @@ func (s *metricsREST[P]) page(ctx context.Context, b *build[P], after string, li
 		}
 		defer release()
 		return s.cut(b, start, end)
-	case end == start || b.kept == nil: // an empty page is the handler's to fill in; storage without snapshots
+	case end == start || !b.shared: // an empty page is the handler's to fill in; a build not kept
 		return s.cut(b, start, end)
 	}
-	return b.sharedPage(start, end, func() (runtime.Object, error) {
+	return b.sharedPage(start, end, func(p *shared) (runtime.Object, error) {
 		list, err := s.cut(b, start, end)
-		if err != nil {
-			return nil, err
+		if err != nil || p == nil {
+			return list, err
 		}
-		return s.kind.shared(list), nil
+		return s.builds.chargeEncodings(b, s.kind.shared(list), p), nil
 	})
 }
 
@@ -117,14 +118,17 @@ func (s *metricsREST[P]) cut(b *build[P], start, end int) (runtime.Object, error
 
 // shared is one object shared between requests, made by the first.
 type shared struct {
-	once sync.Once
-	obj  runtime.Object
-	err  error
+	once  sync.Once
+	obj   runtime.Object
+	err   error
+	bytes atomic.Int64 // charged to its build: the estimate, then its encodings
 }
 
-// sharedPage returns the page of entries [start, end), made by make for the first request that asks.
-func (b *build[P]) sharedPage(start, end int, make func() (runtime.Object, error)) (runtime.Object, error) {
+// sharedPage returns the page of entries [start, end), made by make for the first request that asks: make gets the
+// page it makes, or nil when the page is not kept (the keeper had no room, or the build is no longer kept).
+func (b *build[P]) sharedPage(start, end int, make func(*shared) (runtime.Object, error)) (runtime.Object, error) {
 	key := [2]int{start, end}
+	kp := b.res.builds.keeper
 	b.pagesMu.Lock()
 	p := b.pages[key]
 	if p == nil && !b.old {
@@ -132,19 +136,24 @@ func (b *build[P]) sharedPage(start, end int, make func() (runtime.Object, error
 			b.pages = map[[2]int]*shared{}
 		}
 		for b.pageItems+end-start > maxSharedPageItems && len(b.order) > 0 {
-			delete(b.pages, b.order[0])
-			b.pageItems -= b.order[0][1] - b.order[0][0]
+			old := b.order[0]
+			kp.refund(&b.keep, b.pages[old].bytes.Load())
+			delete(b.pages, old)
+			b.pageItems -= old[1] - old[0]
 			b.order = b.order[1:]
 		}
-		p = &shared{}
-		b.pages[key] = p
-		b.order = append(b.order, key)
-		b.pageItems += end - start
+		if n := listBytes(b.entries[start:end]); kp.admit(&b.keep, n) {
+			p = &shared{}
+			p.bytes.Store(n)
+			b.pages[key] = p
+			b.order = append(b.order, key)
+			b.pageItems += end - start
+		}
 	}
 	b.pagesMu.Unlock()
 	if p == nil {
-		return make()
+		return make(nil)
 	}
-	p.once.Do(func() { p.obj, p.err = make() })
+	p.once.Do(func() { p.obj, p.err = make(p) })
 	return p.obj, p.err
 }

@@ -42,7 +42,7 @@ var (
 func newMetricsREST[P any](m Snapshots, k kind[P]) *metricsREST[P] {
 	s := &metricsREST[P]{info: k.info(), kind: k, snaps: m, now: metav1.Now, limit: newBuildLimit(0),
 		watches: newWatchHub(0, 0)}
-	s.builds = newBuildCache(s)
+	s.builds = newBuildCache(s, newKeeper(0))
 	s.feeds = newFeeds(s)
 	return s
 }
