@@ -114,22 +114,59 @@ func (b *build[P]) shed() {
 	b.pagesMu.Unlock()
 }
 
-// genBuilds are the builds of one snapshot.
+// genBuilds are the builds of one snapshot, kept until until once a newer snapshot is published.
 type genBuilds[P any] struct {
 	bySel map[string]*build[P]
+	until time.Time // each use leases the builds for buildLease more
 }
 
-// buildCache holds the builds of the retained snapshots (storage.RetainedViews), so that pages of a list read
-// slowly and watches resuming from a recent resourceVersion share them too. What they keep is bounded by keeper.
+// buildLease is how long the builds of a snapshot are kept after their last use once a newer one is published: a
+// page-through keeps its build as long as it keeps paging (each page renews the lease, whatever the publications
+// meanwhile), and watches resuming from a recent resourceVersion share it too. A continue token whose build went
+// continues from the newest committed snapshot (continueFrom). What the builds keep is bounded by keeper
+// meanwhile, so the lease bounds time, not memory.
+const buildLease = 30 * time.Second
+
+// buildCache holds the builds of the snapshots readers use, so that pages of a list read slowly and watches
+// resuming from a recent resourceVersion share them too. What they keep is bounded by keeper.
 type buildCache[P any] struct {
 	res    *metricsREST[P]
 	keeper *keeper
+	lease  time.Duration
+	now    func() time.Time
+	after  func(time.Duration) <-chan time.Time
 	mu     sync.Mutex
 	gens   map[uint64]*genBuilds[P]
 }
 
 func newBuildCache[P any](res *metricsREST[P], kp *keeper) *buildCache[P] {
-	return &buildCache[P]{res: res, keeper: kp, gens: map[uint64]*genBuilds[P]{}}
+	return &buildCache[P]{res: res, keeper: kp, lease: buildLease, now: time.Now, after: time.After,
+		gens: map[uint64]*genBuilds[P]{}}
+}
+
+// lookup returns the build of sel at generation gen when the cache has it made, renewing its lease; nil when not.
+func (c *buildCache[P]) lookup(gen uint64, sel scope) *build[P] {
+	c.mu.Lock()
+	g := c.gens[gen]
+	var b *build[P]
+	if g != nil {
+		b = g.bySel[sel.key()]
+		g.until = c.now().Add(c.lease)
+	}
+	c.mu.Unlock()
+	if b == nil {
+		return nil
+	}
+	select {
+	case <-b.done:
+	default:
+		return nil // being made: get waits for it
+	}
+	if b.err != nil {
+		return nil
+	}
+	c.keeper.touch(&b.keep)
+	return b
 }
 
 // errLeaderGone is what waiters see when the request building for them ended first: they try again.
@@ -148,6 +185,7 @@ func (c *buildCache[P]) get(ctx context.Context, snap storage.Snapshot, sel scop
 			c.gens[gen] = g
 			go c.dropOn(snap.Changed(), gen)
 		}
+		g.until = c.now().Add(c.lease)
 		b, ok := g.bySel[key]
 		if !ok {
 			b = &build[P]{key: key, done: make(chan struct{})}
@@ -263,23 +301,15 @@ func (c *buildCache[P]) chargeEncodings(b *build[P], obj runtime.Object, page *s
 
 // dropOn lets go of what the builds of generation gen hold once a newer snapshot is published: their full lists
 // and watch events (tens of megabytes for every pod, with their encodings) at once, and the builds themselves once
-// gen is RetainedViews generations old.
+// their lease ran out, whether or not a later request comes to sweep them: the last list of every pod held its
+// entries until the next list.
 func (c *buildCache[P]) dropOn(changed <-chan struct{}, gen uint64) {
 	<-changed
 	c.mu.Lock()
-	var shed, forget []*build[P]
-	for g, builds := range c.gens {
-		old := g+storage.RetainedViews <= gen+1
-		if old {
-			delete(c.gens, g)
-		}
-		for _, b := range builds.bySel {
-			switch {
-			case old:
-				forget = append(forget, b)
-			case g <= gen:
-				shed = append(shed, b)
-			}
+	var shed []*build[P]
+	if g := c.gens[gen]; g != nil {
+		for _, b := range g.bySel {
+			shed = append(shed, b)
 		}
 	}
 	c.mu.Unlock()
@@ -292,26 +322,28 @@ func (c *buildCache[P]) dropOn(changed <-chan struct{}, gen uint64) {
 		b.shed()
 		c.keeper.shrink(&b.keep, entryBytes(b.entries))
 	}
-	c.forget(forget)
-	// The builds of gen go once it is RetainedViews generations old, whether or not a later build comes to sweep
-	// them as above: the last list of every pod held its entries until the next list.
 	for {
-		latest := c.res.snaps.Latest()
-		if gen+storage.RetainedViews <= latest.Generation()+1 {
-			break
+		c.mu.Lock()
+		g := c.gens[gen]
+		var left time.Duration
+		if g != nil {
+			left = g.until.Sub(c.now())
 		}
-		<-latest.Changed()
-	}
-	c.mu.Lock()
-	forget = forget[:0]
-	if g := c.gens[gen]; g != nil {
-		for _, b := range g.bySel {
-			forget = append(forget, b)
+		if left <= 0 {
+			var forget []*build[P]
+			if g != nil {
+				for _, b := range g.bySel {
+					forget = append(forget, b)
+				}
+			}
+			delete(c.gens, gen)
+			c.mu.Unlock()
+			c.forget(forget)
+			return
 		}
+		c.mu.Unlock()
+		<-c.after(left)
 	}
-	delete(c.gens, gen)
-	c.mu.Unlock()
-	c.forget(forget)
 }
 
 // forget lets go of builds dropped from the cache, and of their accounts.

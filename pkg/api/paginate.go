@@ -19,35 +19,45 @@ import (
 )
 
 // Pagination (limit and continue) reads every page from the snapshot the first page read: the continue token
-// carries its generation, so the values of one paginated list come from one collection. The first page reads the
-// newest committed snapshot (storage's Committed), not the newest: during a long cycle storage also publishes what
-// has landed every second, and those interim snapshots are retained for only storage.RetainedViews publications, a
-// few seconds, where a page-through of 300,000 pods by 500 (kubectl get's default) takes tens; a committed one that
-// a page read (storage pins it) is retained for RetainedViews cycles. Between cycles, most of the time, the two are
-// the same. A token whose snapshot is no longer retained (a list paged more slowly than that) is 410 Gone, as
-// Kubernetes answers an expired continue token; the client lists again from the start.
+// carries its generation, so the values of one paginated list come from one collection, and each page renews the
+// lease of that snapshot's builds (buildLease), so a page-through costs about one build however many publications
+// come between its pages. The first page reads the newest committed snapshot (storage's Committed), not the newest:
+// storage keeps a committed snapshot a page read for a few cycles, so a build evicted meanwhile (keeper) can be made
+// again from it. A token whose build and snapshot are both gone (a list paged more slowly than the lease, or a
+// token from another replica) continues after its key from the newest committed snapshot (continueFrom): every
+// object once, no error, as DESIGN.md section 2 says.
 
-// snapshotFor returns the snapshot a list reads (latest, the request's, for a list without limit; the newest
-// committed one for a first page) and the key of the last item already returned ("" for a first page).
-func (s *metricsREST[P]) snapshotFor(latest storage.Snapshot, opts *metainternalversion.ListOptions) (storage.Snapshot, string, error) {
+// pageBuild returns the build a list reads and the key of the last item already returned ("" for a first page):
+// latest's, the request's, for a list without limit; the newest committed snapshot's for a first page; the
+// token's for a next page, while its build or its snapshot is kept, else continueFrom's.
+func (s *metricsREST[P]) pageBuild(ctx context.Context, latest storage.Snapshot, opts *metainternalversion.ListOptions, sel scope) (*build[P], string, error) {
 	if opts == nil || opts.Continue == "" {
+		snap := latest
 		if opts != nil && opts.Limit > 0 {
-			return s.snaps.Committed(), "", nil
+			snap = s.snaps.Committed()
 		}
-		return latest, "", nil
+		b, err := s.builds.get(ctx, snap, sel)
+		return b, "", err
 	}
 	after, gen, err := apistorage.DecodeContinue(opts.Continue, "/")
 	if err != nil || gen <= 0 {
 		return nil, "", apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
 	}
+	after = strings.TrimPrefix(after, "/")
+	if b := s.builds.lookup(uint64(gen), sel); b != nil {
+		return b, after, nil
+	}
 	snap, ok := s.snaps.At(uint64(gen))
 	if !ok {
-		return nil, "", apierrors.NewResourceExpired(fmt.Sprintf(
-			"the continue token's collection %d is no longer retained (the newest is %d): list again without continue",
-			gen, latest.Generation()))
+		snap = s.continueFrom()
 	}
-	return snap, strings.TrimPrefix(after, "/"), nil
+	b, err := s.builds.get(ctx, snap, sel)
+	return b, after, err
 }
+
+// continueFrom is the snapshot a continue token continues from when its own is gone (or is another replica's):
+// the newest committed one, from after the token's key.
+func (s *metricsREST[P]) continueFrom() storage.Snapshot { return s.snaps.Committed() }
 
 // smallPage is the largest page built without a slot of buildLimit, and the largest shared.
 const smallPage = 500

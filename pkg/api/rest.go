@@ -73,11 +73,7 @@ func (s *metricsREST[P]) List(ctx context.Context, opts *metainternalversion.Lis
 	if err != nil {
 		return nil, err
 	}
-	snap, after, err := s.snapshotFor(latest, opts)
-	if err != nil {
-		return nil, err
-	}
-	b, err := s.builds.get(ctx, snap, s.selection(ctx, sel))
+	b, after, err := s.pageBuild(ctx, latest, opts, s.selection(ctx, sel))
 	if err != nil {
 		return nil, err
 	}
