@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,18 +20,9 @@ import (
 // format, a page builds only its own items, and watches build their events' objects once, encoded once per format
 // and written to every watcher. Which objects exist is as the informers saw them when the build was made.
 
-const (
-	// maxBuildsPerGen bounds the selections whose builds are kept per snapshot: HPAs ask for their own namespace and
-	// selector once per sync, so there may be many; beyond it a request's build is its own (still bounded by
-	// buildLimit).
-	maxBuildsPerGen = 256
-	// maxSharedLists bounds the full lists kept built per snapshot: a list of every pod is tens of megabytes until
-	// the next collection lands. What repeats within one collection is a handful of wide lists.
-	maxSharedLists = 8
-	// maxSharedPageItems bounds the items of the pages of a build kept for clients paging through it together
-	// (the newest pages): a few megabytes, and clients paging in step share every page.
-	maxSharedPageItems = 4096
-)
+// maxSharedPageItems bounds the items of the pages of a build kept for clients paging through it together (the
+// newest pages): clients paging in step share every page.
+const maxSharedPageItems = 4096
 
 // selection is what a build is shared by: a namespace ("" for all, or a cluster-scoped kind) and selectors.
 type scope struct {
@@ -54,13 +44,17 @@ func (s scope) key() string {
 // build is one selection of one snapshot. entries is set before done is closed and never changes after.
 type build[P any] struct {
 	res        *metricsREST[P]
+	key        string // the selection's, in its generation's builds
 	rv         string // "" for storage without snapshots
 	generation uint64 // rv as a number
 	created    metav1.Time
 	entries    []entry[P] // sorted by (namespace,) name
 	done       chan struct{}
 	err        error
-	kept       *genBuilds[P] // nil when the build is this request's alone
+	// shared says the build is kept in the cache, so its full list and pages are shared and charged to keep;
+	// otherwise it is one request's (and its waiters') alone. Set before done is closed.
+	shared bool
+	keep   kept
 
 	fullMu sync.Mutex
 	full   runtime.Object // the shared list, once built, until the next collection lands
@@ -74,7 +68,7 @@ type build[P any] struct {
 	pages     map[[2]int]*shared // by [start, end) of entries
 	order     [][2]int           // pages, oldest first
 	pageItems int                // in pages
-	old       bool               // a newer collection landed: pages are no longer kept
+	old       bool               // a newer collection landed, or the build was evicted: pages are no longer kept
 }
 
 type buildEvents[P any] struct {
@@ -82,7 +76,8 @@ type buildEvents[P any] struct {
 	added *batch // ADDED for every entry: the initial events of a watch starting here
 }
 
-// fullList returns the list of every entry, shared by the requests of this build, built and encoded once.
+// fullList returns the list of every entry, shared by the requests of this build, built and encoded once, when the
+// keeper has room for it.
 func (b *build[P]) fullList(ctx context.Context) (runtime.Object, error) {
 	if len(b.entries) == 0 {
 		// The handler sets an empty list's items in place; an empty list is cheap, so each request gets its own.
@@ -99,29 +94,79 @@ func (b *build[P]) fullList(ctx context.Context) (runtime.Object, error) {
 	}
 	defer release()
 	list := b.res.kind.list(b.entries, b.rv, b.created)
-	if b.kept == nil || b.kept.lists.Add(1) > maxSharedLists {
+	if !b.shared || !b.res.builds.keeper.admit(&b.keep, listBytes(b.entries)) {
 		return list, nil // this request's alone
 	}
-	b.full = b.res.kind.shared(list)
+	b.full = b.res.builds.chargeEncodings(b, b.res.kind.shared(list), nil)
 	return b.full, nil
 }
 
-// genBuilds are the builds of one snapshot.
+// shed lets go of what the build shares beyond its entries: its full list, watch events and pages.
+func (b *build[P]) shed() {
+	b.fullMu.Lock()
+	b.full = nil
+	b.fullMu.Unlock()
+	b.eventsMu.Lock()
+	b.events = nil
+	b.eventsMu.Unlock()
+	b.pagesMu.Lock()
+	b.pages, b.order, b.pageItems, b.old = nil, nil, 0, true
+	b.pagesMu.Unlock()
+}
+
+// genBuilds are the builds of one snapshot, kept until until once a newer snapshot is published.
 type genBuilds[P any] struct {
 	bySel map[string]*build[P]
-	lists atomic.Int32 // full lists kept
+	until time.Time // each use leases the builds for buildLease more
 }
 
-// buildCache holds the builds of the retained snapshots (storage.RetainedViews), so that pages of a list read
-// slowly and watches resuming from a recent resourceVersion share them too.
+// buildLease is how long the builds of a snapshot are kept after their last use once a newer one is published: a
+// page-through keeps its build as long as it keeps paging (each page renews the lease, whatever the publications
+// meanwhile), and watches resuming from a recent resourceVersion share it too. A continue token whose build went
+// continues from the newest committed snapshot (continueFrom). What the builds keep is bounded by keeper
+// meanwhile, so the lease bounds time, not memory.
+const buildLease = 30 * time.Second
+
+// buildCache holds the builds of the snapshots readers use, so that pages of a list read slowly and watches
+// resuming from a recent resourceVersion share them too. What they keep is bounded by keeper.
 type buildCache[P any] struct {
-	res  *metricsREST[P]
-	mu   sync.Mutex
-	gens map[uint64]*genBuilds[P]
+	res    *metricsREST[P]
+	keeper *keeper
+	lease  time.Duration
+	now    func() time.Time
+	after  func(time.Duration) <-chan time.Time
+	mu     sync.Mutex
+	gens   map[uint64]*genBuilds[P]
 }
 
-func newBuildCache[P any](res *metricsREST[P]) *buildCache[P] {
-	return &buildCache[P]{res: res, gens: map[uint64]*genBuilds[P]{}}
+func newBuildCache[P any](res *metricsREST[P], kp *keeper) *buildCache[P] {
+	return &buildCache[P]{res: res, keeper: kp, lease: buildLease, now: time.Now, after: time.After,
+		gens: map[uint64]*genBuilds[P]{}}
+}
+
+// lookup returns the build of sel at generation gen when the cache has it made, renewing its lease; nil when not.
+func (c *buildCache[P]) lookup(gen uint64, sel scope) *build[P] {
+	c.mu.Lock()
+	g := c.gens[gen]
+	var b *build[P]
+	if g != nil {
+		b = g.bySel[sel.key()]
+		g.until = c.now().Add(c.lease)
+	}
+	c.mu.Unlock()
+	if b == nil {
+		return nil
+	}
+	select {
+	case <-b.done:
+	default:
+		return nil // being made: get waits for it
+	}
+	if b.err != nil {
+		return nil
+	}
+	c.keeper.touch(&b.keep)
+	return b
 }
 
 // errLeaderGone is what waiters see when the request building for them ended first: they try again.
@@ -140,17 +185,16 @@ func (c *buildCache[P]) get(ctx context.Context, snap storage.Snapshot, sel scop
 			c.gens[gen] = g
 			go c.dropOn(snap.Changed(), gen)
 		}
+		g.until = c.now().Add(c.lease)
 		b, ok := g.bySel[key]
-		if !ok && len(g.bySel) < maxBuildsPerGen {
-			b = &build[P]{done: make(chan struct{})}
+		if !ok {
+			b = &build[P]{key: key, done: make(chan struct{})}
+			b.keep = kept{user: userOf(ctx), drop: func() { c.evict(b) }}
 			g.bySel[key] = b
 		}
 		c.mu.Unlock()
-		if b == nil {
-			return c.make(ctx, snap, sel, nil)
-		}
 		if !ok {
-			return c.lead(ctx, b, g, key, snap, sel)
+			return c.lead(ctx, b, g, snap, sel)
 		}
 		select {
 		case <-b.done:
@@ -158,28 +202,33 @@ func (c *buildCache[P]) get(ctx context.Context, snap storage.Snapshot, sel scop
 			return nil, ctx.Err()
 		}
 		if !errors.Is(b.err, errLeaderGone) {
+			if b.err == nil {
+				c.keeper.touch(&b.keep)
+			}
 			return b, b.err
 		}
 	}
 }
 
-// lead makes the build b that waiters wait for. An error is not kept: the next request tries again.
-func (c *buildCache[P]) lead(ctx context.Context, b *build[P], g *genBuilds[P], key string, snap storage.Snapshot, sel scope) (*build[P], error) {
+// lead makes the build b that waiters wait for, and keeps it when the keeper has room: charged to the request's
+// user. An error is not kept: the next request tries again.
+func (c *buildCache[P]) lead(ctx context.Context, b *build[P], g *genBuilds[P], snap storage.Snapshot, sel scope) (*build[P], error) {
+	kept := false
 	defer func() {
 		if r := recover(); r != nil {
 			b.err = fmt.Errorf("building the list panicked: %v", r)
 			defer panic(r) // this request fails as any panicking request does; the waiters get the error
 		}
-		if b.err != nil {
+		if !kept {
 			c.mu.Lock()
-			if g.bySel[key] == b {
-				delete(g.bySel, key)
+			if g.bySel[b.key] == b {
+				delete(g.bySel, b.key)
 			}
 			c.mu.Unlock()
 		}
 		close(b.done)
 	}()
-	made, err := c.make(ctx, snap, sel, g)
+	made, err := c.make(ctx, snap, sel)
 	if err != nil {
 		b.err = err
 		if ctx.Err() != nil {
@@ -187,12 +236,14 @@ func (c *buildCache[P]) lead(ctx context.Context, b *build[P], g *genBuilds[P], 
 		}
 		return nil, err
 	}
-	b.res, b.rv, b.generation, b.created, b.entries, b.kept = made.res, made.rv, made.generation, made.created, made.entries, g
+	b.res, b.rv, b.generation, b.created, b.entries = made.res, made.rv, made.generation, made.created, made.entries
+	kept = c.keeper.admit(&b.keep, entryBytes(b.entries))
+	b.shared = kept
 	return b, nil
 }
 
 // make builds sel's entries at snap, in a slot of buildLimit.
-func (c *buildCache[P]) make(ctx context.Context, snap storage.Snapshot, sel scope, g *genBuilds[P]) (*build[P], error) {
+func (c *buildCache[P]) make(ctx context.Context, snap storage.Snapshot, sel scope) (*build[P], error) {
 	release, err := c.res.limit.acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -218,52 +269,89 @@ func (c *buildCache[P]) make(ctx context.Context, snap storage.Snapshot, sel sco
 	}
 	sort.Slice(es, func(i, j int) bool { return es[i].less(&es[j].object) })
 	buildsMade.Inc()
-	return &build[P]{res: s, rv: s.rv(snap), generation: snap.Generation(), created: now, entries: es, done: closed, kept: g}, nil
+	return &build[P]{res: s, rv: s.rv(snap), generation: snap.Generation(), created: now, entries: es, done: closed}, nil
 }
 
 var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
+// evict drops b from the cache (the keeper needs its room): requests that have it finish with it, later ones
+// build anew.
+func (c *buildCache[P]) evict(b *build[P]) {
+	c.mu.Lock()
+	if g := c.gens[b.generation]; g != nil && g.bySel[b.key] == b {
+		delete(g.bySel, b.key)
+	}
+	c.mu.Unlock()
+	b.shed()
+}
+
+// chargeEncodings makes the encodings of obj, a list or page shared by b's readers, charged to b (and to page,
+// when obj is one); obj is returned.
+func (c *buildCache[P]) chargeEncodings(b *build[P], obj runtime.Object, page *shared) runtime.Object {
+	if e, ok := obj.(interface{ encodingsOf() *encodings }); ok {
+		e.encodingsOf().charge = func(n int) {
+			if page != nil {
+				page.bytes.Add(int64(n))
+			}
+			c.keeper.charge(&b.keep, int64(n))
+		}
+	}
+	return obj
+}
+
 // dropOn lets go of what the builds of generation gen hold once a newer snapshot is published: their full lists
 // and watch events (tens of megabytes for every pod, with their encodings) at once, and the builds themselves once
-// gen is RetainedViews generations old.
+// their lease ran out, whether or not a later request comes to sweep them: the last list of every pod held its
+// entries until the next list.
 func (c *buildCache[P]) dropOn(changed <-chan struct{}, gen uint64) {
 	<-changed
 	c.mu.Lock()
-	var drop []*build[P]
-	for g, builds := range c.gens {
-		if g+storage.RetainedViews <= gen+1 {
-			delete(c.gens, g)
-		}
-		if g <= gen {
-			for _, b := range builds.bySel {
-				drop = append(drop, b)
-			}
+	var shed []*build[P]
+	if g := c.gens[gen]; g != nil {
+		for _, b := range g.bySel {
+			shed = append(shed, b)
 		}
 	}
 	c.mu.Unlock()
-	for _, b := range drop {
-		b.fullMu.Lock()
-		b.full = nil
-		b.fullMu.Unlock()
-		b.eventsMu.Lock()
-		b.events = nil
-		b.eventsMu.Unlock()
-		b.pagesMu.Lock()
-		b.pages, b.order, b.pageItems, b.old = nil, nil, 0, true
-		b.pagesMu.Unlock()
+	for _, b := range shed {
+		select {
+		case <-b.done:
+		default:
+			continue // still being made: its entries are not ours to read yet
+		}
+		b.shed()
+		c.keeper.shrink(&b.keep, entryBytes(b.entries))
 	}
-	// The builds of gen go once it is RetainedViews generations old, whether or not a later build comes to sweep
-	// them as above: the last list of every pod held its entries (34 MB at 10,000 nodes) until the next list.
 	for {
-		latest := c.res.snaps.Latest()
-		if gen+storage.RetainedViews <= latest.Generation()+1 {
-			break
+		c.mu.Lock()
+		g := c.gens[gen]
+		var left time.Duration
+		if g != nil {
+			left = g.until.Sub(c.now())
 		}
-		<-latest.Changed()
+		if left <= 0 {
+			var forget []*build[P]
+			if g != nil {
+				for _, b := range g.bySel {
+					forget = append(forget, b)
+				}
+			}
+			delete(c.gens, gen)
+			c.mu.Unlock()
+			c.forget(forget)
+			return
+		}
+		c.mu.Unlock()
+		<-c.after(left)
 	}
-	c.mu.Lock()
-	delete(c.gens, gen)
-	c.mu.Unlock()
+}
+
+// forget lets go of builds dropped from the cache, and of their accounts.
+func (c *buildCache[P]) forget(bs []*build[P]) {
+	for _, b := range bs {
+		c.keeper.forget(&b.keep)
+		b.shed()
+	}
 }
 
 // pointTime is when a point was sampled.

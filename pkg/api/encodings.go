@@ -20,6 +20,8 @@ import (
 type encodings struct {
 	mu   sync.Mutex
 	byID []*encoded
+	// charge, when set before the first encoding, is told the bytes of each encoding kept (keeper.charge).
+	charge func(n int)
 }
 
 type encoded struct {
@@ -57,6 +59,9 @@ func (e *encodings) cacheEncode(obj func() runtime.Object, lock sync.Locker, id 
 		enc.err = encode(obj(), &buf)
 		// An exact-size copy: the buffer grew by doubling, and the bytes are kept as long as the build.
 		enc.data = bytes.Clone(buf.Bytes())
+		if e.charge != nil {
+			e.charge(len(enc.data))
+		}
 	})
 	if enc.err != nil {
 		return enc.err
@@ -80,6 +85,8 @@ func (l *sharedNodeList) CacheEncode(id runtime.Identifier, encode func(runtime.
 	return l.enc.cacheEncode(func() runtime.Object { return l.NodeMetricsList }, &l.encoding, id, encode, w)
 }
 
+func (l *sharedNodeList) encodingsOf() *encodings { return &l.enc }
+
 // GetObject implements runtime.CacheableObject.
 func (l *sharedNodeList) GetObject() runtime.Object { return l.NodeMetricsList.DeepCopyObject() }
 
@@ -94,6 +101,8 @@ type sharedPodList struct {
 func (l *sharedPodList) CacheEncode(id runtime.Identifier, encode func(runtime.Object, io.Writer) error, w io.Writer) error {
 	return l.enc.cacheEncode(func() runtime.Object { return l.PodMetricsList }, &l.encoding, id, encode, w)
 }
+
+func (l *sharedPodList) encodingsOf() *encodings { return &l.enc }
 
 // GetObject implements runtime.CacheableObject.
 func (l *sharedPodList) GetObject() runtime.Object { return l.PodMetricsList.DeepCopyObject() }

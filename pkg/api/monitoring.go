@@ -66,6 +66,20 @@ var (
 		Help:           "Pages of a paged list continued after their token's key from the newest committed snapshot, by reason: foreign (the token is another replica's or an earlier run's) or expired (its snapshot is no longer kept).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
+	buildsEvicted = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace:      "metrics_ring",
+		Subsystem:      "api",
+		Name:           "builds_evicted_total",
+		Help:           "Builds let go before their snapshot was, to keep what readers' builds keep within its budget in bytes (--reader-cache-bytes).",
+		StabilityLevel: metrics.ALPHA,
+	})
+	buildsKeptBytes = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace:      "metrics_ring",
+		Subsystem:      "api",
+		Name:           "builds_kept_bytes",
+		Help:           "Estimated bytes that readers' builds keep between requests (entries, shared lists and pages, encodings), bounded by --reader-cache-bytes.",
+		StabilityLevel: metrics.ALPHA,
+	})
 	buildsRejected = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace:      "metrics_ring",
 		Subsystem:      "api",
@@ -81,7 +95,7 @@ var registerOnce sync.Once
 func RegisterMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(metricFreshness, watchesActive, watchesRejected, watchesFellBehind, watchPanics,
-			buildsMade, buildsRejected, pagesContinuedElsewhere)
+			buildsMade, buildsEvicted, buildsKeptBytes, buildsRejected, pagesContinuedElsewhere)
 	})
 }
 

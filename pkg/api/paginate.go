@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,34 +18,43 @@ import (
 )
 
 // Pagination (limit and continue) reads every page from the snapshot the first page read: the continue token
-// carries its resourceVersion, so the values of one paginated list come from one collection. The first page reads the
-// newest committed snapshot (storage's Committed), not the newest: during a long cycle storage also publishes what
-// has landed every second, and those interim snapshots are retained for only storage.RetainedViews publications, a
-// few seconds, where a page-through of 300,000 pods by 500 (kubectl get's default) takes tens; a committed one that
-// a page read (storage pins it) is retained for RetainedViews cycles. Between cycles, most of the time, the two are
-// the same. A token whose snapshot this replica does not keep (another replica's, see resourceversion.go, or one
-// paged more slowly than that) continues after its key from the newest committed snapshot: every object once.
+// carries its resourceVersion, so the values of one paginated list come from one collection, and each page renews
+// the lease of that snapshot's builds (buildLease), so a page-through costs about one build however many publications
+// come between its pages. The first page reads the newest committed snapshot (storage's Committed), not the newest:
+// storage keeps a committed snapshot a page read for a few cycles, so a build evicted meanwhile (keeper) can be made
+// again from it. A token whose build and snapshot this replica does not keep (another replica's, see
+// resourceversion.go, or one paged more slowly than the lease) continues after its key from the newest committed
+// snapshot: every object once, no error, as DESIGN.md section 2 says.
 
-// snapshotFor returns the snapshot a list reads and the key of the last item already returned ("" for a first
-// page). namespace is the request's ("" for all namespaces, or a cluster-scoped kind).
-func (s *metricsREST[P]) snapshotFor(latest storage.Snapshot, opts *metainternalversion.ListOptions, namespace string) (storage.Snapshot, string, error) {
-	if opts == nil {
-		return latest, "", nil
-	}
-	if opts.Continue != "" {
+// pageBuild returns the build a list reads and the key of the last item already returned ("" for a first page):
+// latest's, the request's, for a list without limit; the newest committed snapshot's for a first page; the
+// token's for a next page, while its build or its snapshot is kept, else the newest committed one's.
+func (s *metricsREST[P]) pageBuild(ctx context.Context, latest storage.Snapshot, opts *metainternalversion.ListOptions, sel scope) (*build[P], string, error) {
+	if opts != nil && opts.Continue != "" {
 		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
 			return nil, "", apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
 		}
-		return s.continueFrom(opts.Continue, namespace)
+		return s.continuePage(ctx, opts.Continue, sel)
 	}
-	if opts.ResourceVersion == "" || opts.ResourceVersion == "0" {
-		if opts.Limit > 0 {
-			return s.snaps.Committed(), "", nil
-		}
-		return latest, "", nil
+	snap, err := s.snapshotFor(latest, opts)
+	if err != nil {
+		return nil, "", err
 	}
-	snap, err := s.listVersion(latest, opts)
-	return snap, "", err
+	b, err := s.builds.get(ctx, snap, sel)
+	return b, "", err
+}
+
+// snapshotFor returns the snapshot a list without a continue token reads.
+func (s *metricsREST[P]) snapshotFor(latest storage.Snapshot, opts *metainternalversion.ListOptions) (storage.Snapshot, error) {
+	switch {
+	case opts == nil:
+		return latest, nil
+	case opts.ResourceVersion != "" && opts.ResourceVersion != "0":
+		return s.listVersion(latest, opts)
+	case opts.Limit > 0:
+		return s.snaps.Committed(), nil
+	}
+	return latest, nil
 }
 
 // listVersion returns the snapshot of a list with a resourceVersion, with Kubernetes' semantics: Exact (and, as
@@ -79,25 +89,30 @@ func (s *metricsREST[P]) listVersion(latest storage.Snapshot, opts *metainternal
 	return latest, nil
 }
 
-// continueFrom returns the snapshot a continue token reads: its own when this replica keeps it, else the newest
-// committed one; and the key to continue after.
-func (s *metricsREST[P]) continueFrom(token, namespace string) (storage.Snapshot, string, error) {
+// continuePage returns the build a continue token reads: its own while this replica keeps its build or its
+// snapshot, else the newest committed snapshot's; and the key to continue after.
+func (s *metricsREST[P]) continuePage(ctx context.Context, token string, sel scope) (*build[P], string, error) {
 	rv, key, err := decodeContinue(token)
 	if err == nil {
-		err = s.validKey(key, namespace)
+		err = s.validKey(key, sel.namespace)
 	}
 	if err != nil {
 		return nil, "", apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
 	}
 	reason := "foreign"
 	if v, err := parseVersion(rv); err == nil && s.ours(v) {
+		if b := s.builds.lookup(v.gen, sel); b != nil {
+			return b, key, nil
+		}
 		if snap, ok := s.snaps.At(v.gen); ok {
-			return snap, key, nil
+			b, err := s.builds.get(ctx, snap, sel)
+			return b, key, err
 		}
 		reason = "expired"
 	}
 	pagesContinuedElsewhere.WithLabelValues(reason).Inc()
-	return s.snaps.Committed(), key, nil
+	b, err := s.builds.get(ctx, s.snaps.Committed(), sel)
+	return b, key, err
 }
 
 // validKey checks a continue token's key: "namespace/name" for a namespaced kind, within the request's namespace
@@ -142,15 +157,15 @@ func (s *metricsREST[P]) page(ctx context.Context, b *build[P], after string, li
 		}
 		defer release()
 		return s.cut(b, start, end)
-	case end == start || b.kept == nil: // an empty page is the handler's to fill in; storage without snapshots
+	case end == start || !b.shared: // an empty page is the handler's to fill in; a build not kept
 		return s.cut(b, start, end)
 	}
-	return b.sharedPage(start, end, func() (runtime.Object, error) {
+	return b.sharedPage(start, end, func(p *shared) (runtime.Object, error) {
 		list, err := s.cut(b, start, end)
-		if err != nil {
-			return nil, err
+		if err != nil || p == nil {
+			return list, err
 		}
-		return s.kind.shared(list), nil
+		return s.builds.chargeEncodings(b, s.kind.shared(list), p), nil
 	})
 }
 
@@ -179,14 +194,17 @@ func (s *metricsREST[P]) cut(b *build[P], start, end int) (runtime.Object, error
 
 // shared is one object shared between requests, made by the first.
 type shared struct {
-	once sync.Once
-	obj  runtime.Object
-	err  error
+	once  sync.Once
+	obj   runtime.Object
+	err   error
+	bytes atomic.Int64 // charged to its build: the estimate, then its encodings
 }
 
-// sharedPage returns the page of entries [start, end), made by make for the first request that asks.
-func (b *build[P]) sharedPage(start, end int, make func() (runtime.Object, error)) (runtime.Object, error) {
+// sharedPage returns the page of entries [start, end), made by make for the first request that asks: make gets the
+// page it makes, or nil when the page is not kept (the keeper had no room, or the build is no longer kept).
+func (b *build[P]) sharedPage(start, end int, make func(*shared) (runtime.Object, error)) (runtime.Object, error) {
 	key := [2]int{start, end}
+	kp := b.res.builds.keeper
 	b.pagesMu.Lock()
 	p := b.pages[key]
 	if p == nil && !b.old {
@@ -194,19 +212,24 @@ func (b *build[P]) sharedPage(start, end int, make func() (runtime.Object, error
 			b.pages = map[[2]int]*shared{}
 		}
 		for b.pageItems+end-start > maxSharedPageItems && len(b.order) > 0 {
-			delete(b.pages, b.order[0])
-			b.pageItems -= b.order[0][1] - b.order[0][0]
+			old := b.order[0]
+			kp.refund(&b.keep, b.pages[old].bytes.Load())
+			delete(b.pages, old)
+			b.pageItems -= old[1] - old[0]
 			b.order = b.order[1:]
 		}
-		p = &shared{}
-		b.pages[key] = p
-		b.order = append(b.order, key)
-		b.pageItems += end - start
+		if n := listBytes(b.entries[start:end]); kp.admit(&b.keep, n) {
+			p = &shared{}
+			p.bytes.Store(n)
+			b.pages[key] = p
+			b.order = append(b.order, key)
+			b.pageItems += end - start
+		}
 	}
 	b.pagesMu.Unlock()
 	if p == nil {
-		return make()
+		return make(nil)
 	}
-	p.once.Do(func() { p.obj, p.err = make() })
+	p.once.Do(func() { p.obj, p.err = make(p) })
 	return p.obj, p.err
 }

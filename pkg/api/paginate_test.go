@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	"k8s.io/apimachinery/pkg/runtime"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
@@ -54,30 +55,33 @@ func TestPagesComeFromOneCollection(t *testing.T) {
 		}
 	}
 
+	// A token whose build and snapshot are gone continues after its key from the newest committed snapshot.
+	s.builds.lease = 0
 	first, err := s.List(ctx, &metainternalversion.ListOptions{Limit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < storage.RetainedViews; i++ {
+	for i := 0; i < 2*storage.RetainedViews; i++ {
 		c.cycle(nil, map[string]float64{"a/y": 5, "a/z": 5, "a-b/a": 5, "b/x": 5})
 	}
-	// A token whose collection is no longer kept continues after its key from the newest committed collection,
-	// as one of another replica does (it was 410 Gone, and the client had to start again).
-	got = nil
-	opts = &metainternalversion.ListOptions{Limit: 1, Continue: podList(t, first).Continue}
-	for page := 0; page < 4; page++ {
-		list := podList(t, mustList(t, s, opts))
-		for _, p := range list.Items {
-			cpu := p.Containers[0].Usage[corev1.ResourceCPU]
-			got = append(got, p.Namespace+"/"+p.Name+"="+cpu.String())
-		}
-		if list.Continue == "" {
-			break
-		}
-		opts = &metainternalversion.ListOptions{Limit: 1, Continue: list.Continue}
+	kept := func() int {
+		s.builds.mu.Lock()
+		defer s.builds.mu.Unlock()
+		return len(s.builds.gens)
 	}
-	if want := "a/z=5 a-b/a=5 b/x=5"; join(got) != want {
-		t.Errorf("pages after an expired token gave %v, want %s", got, want)
+	for i := 0; i < 100 && kept() > 0; i++ { // the builds go once their lease is out: bounded, 2 s
+		time.Sleep(20 * time.Millisecond)
+	}
+	obj, err := s.List(ctx, &metainternalversion.ListOptions{Limit: 1, Continue: podList(t, first).Continue})
+	if err != nil {
+		t.Fatalf("a continue token whose collection is gone: %v, want the next page from the newest", err)
+	}
+	l := podList(t, obj)
+	if len(l.Items) != 1 || l.Items[0].Namespace+"/"+l.Items[0].Name != "a/z" || l.Continue == "" {
+		t.Fatalf("a continue token whose collection is gone gave %v, want a/z and more", podNames(l))
+	}
+	if cpu := l.Items[0].Containers[0].Usage[corev1.ResourceCPU]; cpu.MilliValue() != 5000 {
+		t.Errorf("a/z: %dm, want the newest collection's 5000m", cpu.MilliValue())
 	}
 }
 
@@ -159,4 +163,54 @@ func mustList(t *testing.T, s *PodStorage, opts *metainternalversion.ListOptions
 		t.Fatal(err)
 	}
 	return obj
+}
+
+// TestPageThroughBuildsOnce: paging through 2,000 pods by 100 while a long collection cycle publishes what has
+// landed between every two pages (more interim publications than storage retains) makes one build for the whole
+// page-through, every pod once, all from the first page's collection. Before, a page-through made a full build for
+// every page after the fourth interim publication.
+func TestPageThroughBuildsOnce(t *testing.T) {
+	c, k, s, cpu := hookedPods(t, 2000)
+	ctx := genericapirequest.WithNamespace(context.Background(), "ns-a")
+	cy := c.store.BeginCycle()
+	defer cy.Commit(storage.Outcome{Success: true})
+	seen := map[string]bool{}
+	opts := &metainternalversion.ListOptions{Limit: 100}
+	for page := 0; ; page++ {
+		obj, err := s.List(ctx, opts)
+		if err != nil {
+			t.Fatalf("page %d: %v", page, err)
+		}
+		l := podList(t, obj)
+		for _, p := range l.Items {
+			if seen[p.Name] {
+				t.Fatalf("page %d: %s again", page, p.Name)
+			}
+			seen[p.Name] = true
+			if got := p.Containers[0].Usage[corev1.ResourceCPU]; got.MilliValue() != 100 {
+				t.Fatalf("page %d: %s at %dm, want the first page's collection's 100m", page, p.Name, got.MilliValue())
+			}
+		}
+		if l.Continue == "" {
+			break
+		}
+		// A batch lands and is published before the next page.
+		now := time.Unix(0, c.clock.Add(int64(storage.MinPublishInterval)))
+		b := &storage.Batch{CPU: storage.CPURate, Window: time.Minute}
+		for key := range cpu {
+			ns, name := splitKey(key)
+			b.Containers = append(b.Containers, storage.ContainerSample{Namespace: ns, Pod: name, Container: "app",
+				Sample: storage.Sample{Timestamp: now, CPU: 0.3, Memory: 1 << 20}})
+			break
+		}
+		cy.Append(b)
+		cy.Publish()
+		opts = &metainternalversion.ListOptions{Limit: 100, Continue: l.Continue}
+	}
+	if len(seen) != 2000 {
+		t.Errorf("paged through %d pods, want 2,000", len(seen))
+	}
+	if n := k.builds.Load(); n != 1 {
+		t.Errorf("a page-through of 20 pages with an interim publication between each two made %d builds, want 1", n)
+	}
 }

@@ -43,7 +43,7 @@ var (
 func newMetricsREST[P any](m Snapshots, k kind[P]) *metricsREST[P] {
 	s := &metricsREST[P]{info: k.info(), run: newRun(), kind: k, snaps: m, now: metav1.Now, limit: newBuildLimit(0),
 		watches: newWatchHub(0, 0)}
-	s.builds = newBuildCache(s)
+	s.builds = newBuildCache(s, newKeeper(0))
 	s.feeds = newFeeds(s)
 	return s
 }
@@ -74,12 +74,7 @@ func (s *metricsREST[P]) List(ctx context.Context, opts *metainternalversion.Lis
 	if err != nil {
 		return nil, err
 	}
-	which := s.selection(ctx, sel)
-	snap, after, err := s.snapshotFor(latest, opts, which.namespace)
-	if err != nil {
-		return nil, err
-	}
-	b, err := s.builds.get(ctx, snap, which)
+	b, after, err := s.pageBuild(ctx, latest, opts, s.selection(ctx, sel))
 	if err != nil {
 		return nil, err
 	}

@@ -126,6 +126,9 @@ type Deps struct {
 	MaxWatchesPerUser int
 	// MaxBuilds bounds the lists, pages and watch events built at once (default twice GOMAXPROCS).
 	MaxBuilds int
+	// ReaderCacheBytes bounds what readers' builds keep between requests, shared fairly between users (default
+	// DefaultReaderCacheBytes).
+	ReaderCacheBytes int64
 }
 
 // NewServer completes cfg and returns a GenericAPIServer serving metrics.k8s.io/v1 and v1beta1 with the /readyz and
@@ -143,6 +146,8 @@ func NewServer(cfg *genericapiserver.Config, d Deps) (*genericapiserver.GenericA
 	nodes.watches, pods.watches = hub, hub
 	nodes.limit, pods.limit = limit, limit
 	pods.run = nodes.run // one run ID per server (one storage): resourceversion.go
+	kp := newKeeper(d.ReaderCacheBytes)
+	nodes.builds.keeper, pods.builds.keeper = kp, kp
 	// Pre-shutdown hooks run as soon as shutdown starts, but watches are served through --shutdown-delay-duration
 	// like every other request (while /readyz fails and endpoints drain); the server stops accepting requests
 	// once both the delay and this hook are over.

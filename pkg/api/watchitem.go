@@ -50,18 +50,30 @@ type batch struct {
 	end *metav1.Status
 }
 
-// watchItems returns the entries as watch events carry them, and the ADDED batch of a watch starting here.
+// watchItems returns the entries as watch events carry them, and the ADDED batch of a watch starting here: kept in
+// b, charged to it, when the keeper has room, else made for this caller alone.
 func (b *build[P]) watchItems() ([]*watchItem[P], *batch) {
 	b.eventsMu.Lock()
 	defer b.eventsMu.Unlock()
-	if b.events == nil {
-		items := make([]*watchItem[P], len(b.entries))
-		events := make([]watch.Event, len(b.entries))
-		for i := range b.entries {
-			items[i] = &watchItem[P]{res: b.res, e: &b.entries[i], rv: b.rv, created: b.created}
-			events[i] = watch.Event{Type: watch.Added, Object: items[i]}
-		}
-		b.events = &buildEvents[P]{items: items, added: &batch{rv: b.rv, events: events}}
+	if b.events != nil {
+		return b.events.items, b.events.added
 	}
-	return b.events.items, b.events.added
+	kp := b.res.builds.keeper
+	keep := b.shared && kp.admit(&b.keep, eventBytes(b.entries))
+	var charge func(int)
+	if keep {
+		charge = func(n int) { kp.charge(&b.keep, int64(n)) }
+	}
+	items := make([]*watchItem[P], len(b.entries))
+	events := make([]watch.Event, len(b.entries))
+	for i := range b.entries {
+		items[i] = &watchItem[P]{res: b.res, e: &b.entries[i], rv: b.rv, created: b.created}
+		items[i].enc.charge = charge
+		events[i] = watch.Event{Type: watch.Added, Object: items[i]}
+	}
+	ev := &buildEvents[P]{items: items, added: &batch{rv: b.rv, events: events}}
+	if keep {
+		b.events = ev
+	}
+	return ev.items, ev.added
 }

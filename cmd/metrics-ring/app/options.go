@@ -42,6 +42,7 @@ type Options struct {
 	StaleAfter        time.Duration // 0: three resolutions
 	MaxWatches        int
 	MaxWatchesPerUser int
+	ReaderCacheBytes  int64 // 0: a part of the memory limit (readerCacheBytes)
 }
 
 // NewOptions returns the defaults of DESIGN.md section 2.
@@ -76,6 +77,8 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 
 	ours.IntVar(&o.MaxWatches, "max-watches", o.MaxWatches, "Watches on NodeMetrics and PodMetrics open at once; beyond it a watch gets 429 Too Many Requests.")
 	ours.IntVar(&o.MaxWatchesPerUser, "max-watches-per-user", o.MaxWatchesPerUser, "Watches one user may have open at once (0: no per-user limit); beyond it a watch gets 429 Too Many Requests.")
+
+	ours.Int64Var(&o.ReaderCacheBytes, "reader-cache-bytes", o.ReaderCacheBytes, "Bytes that lists, pages and watch events built for readers may keep between requests, shared fairly between users (0: a sixteenth of the memory limit, GOMEMLIMIT or the container's, else 64 MiB).")
 
 	o.Server.AddFlags(&fss)
 	o.Kubelet.AddFlags(fss.FlagSet("kubelet client"))
@@ -133,6 +136,9 @@ func (o *Options) Validate() []error {
 	}
 	if o.MaxWatches < 1 {
 		errs = append(errs, fmt.Errorf("--max-watches=%d must be at least 1", o.MaxWatches))
+	}
+	if o.ReaderCacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("--reader-cache-bytes=%d must be 0 (a part of the memory limit) or more", o.ReaderCacheBytes))
 	}
 	if o.MaxWatchesPerUser < 0 {
 		errs = append(errs, fmt.Errorf("--max-watches-per-user=%d must be 0 (no per-user limit) or more", o.MaxWatchesPerUser))

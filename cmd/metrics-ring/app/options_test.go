@@ -152,6 +152,13 @@ func TestFlags(t *testing.T) {
 				}
 			}},
 		{name: "negative per-user watch limit", args: []string{"--max-watches-per-user=-1"}, wantErr: "--max-watches-per-user=-1"},
+		{name: "reader cache", args: []string{"--reader-cache-bytes=1048576"},
+			check: func(t *testing.T, o *Options) {
+				if o.ReaderCacheBytes != 1<<20 {
+					t.Errorf("reader cache bytes %d, want 1 MiB", o.ReaderCacheBytes)
+				}
+			}},
+		{name: "negative reader cache", args: []string{"--reader-cache-bytes=-1"}, wantErr: "--reader-cache-bytes=-1"},
 		{name: "prometheus needs a URL", args: []string{"--source=prometheus"}, wantErr: "--source=prometheus needs --prometheus-url"},
 		{name: "prometheus header without value", args: []string{"--source=prometheus", "--prometheus-url=http://127.0.0.1:9090",
 			"--prometheus-header=X-Scope-OrgID=a", "--prometheus-header=Authorization: Bearer s3cret"},

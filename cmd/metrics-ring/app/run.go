@@ -121,6 +121,7 @@ func Wire(o *Options, client kubernetes.Interface, restConfig *rest.Config) (*Wi
 		Timeout:           timeout,
 		MaxWatches:        o.MaxWatches,
 		MaxWatchesPerUser: o.MaxWatchesPerUser,
+		ReaderCacheBytes:  readerCacheBytes(o.ReaderCacheBytes, cgroupLimitFiles),
 	})
 	if err != nil {
 		return nil, err

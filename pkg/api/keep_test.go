@@ -1,0 +1,151 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/user"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+
+	"github.com/metrics-ring/metrics-ring/pkg/storage"
+)
+
+// asUser is ctx as a request of user name in namespace ns-a.
+func asUser(name string) context.Context {
+	ctx := genericapirequest.WithNamespace(context.Background(), "ns-a")
+	return genericapirequest.WithUser(ctx, &user.DefaultInfo{Name: name})
+}
+
+// heapInUse is the live heap after a collection.
+func heapInUse() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}
+
+// TestSelectorCyclingKeepsWithinBudget: one user listing every pod through many distinct selectors that each match
+// everything (full lists and limit=1 pages) keeps what the builds keep within the budget, and evicts its own
+// builds, never another user's small one; the heap grows by no more than the budget and some slack. Before the
+// budget in bytes, 300 such lists of 2,000 pods kept 256 builds and 8 full lists: about 85 MB.
+func TestSelectorCyclingKeepsWithinBudget(t *testing.T) {
+	const budget = 4 << 20
+	_, k, s, _ := hookedPods(t, 2000)
+	s.builds.keeper = newKeeper(budget)
+	hpa, mallory := asUser("hpa"), asUser("mallory")
+	mine := listOpts(t, "", "metadata.name=p001")
+	if obj, err := s.List(hpa, mine); err != nil || len(podList(t, obj).Items) != 1 {
+		t.Fatalf("the hpa's list: %v", err)
+	}
+	_, hpaBytes := s.builds.keeper.usage("hpa")
+	if max := entryBytes(make([]entry[struct{}], 1)) + 4096; hpaBytes <= 0 || hpaBytes > max {
+		t.Errorf("a list of one pod of 2,000 keeps %d bytes, want some and at most %d: a build costs what it selects",
+			hpaBytes, max)
+	}
+	before := heapInUse()
+	for i := range 300 {
+		opts := listOpts(t, fmt.Sprintf("x!=v%d", i), "")
+		if i%2 == 1 {
+			opts.Limit = 1
+		}
+		obj, err := s.List(mallory, opts)
+		if err != nil {
+			t.Fatalf("selector %d: %v", i, err)
+		}
+		if want := map[bool]int{true: 1, false: 2000}[i%2 == 1]; len(podList(t, obj).Items) != want {
+			t.Fatalf("selector %d: %d pods, want %d", i, len(podList(t, obj).Items), want)
+		}
+		if total, _ := s.builds.keeper.usage(""); total > budget {
+			t.Fatalf("after %d distinct selectors the builds keep %d bytes, over the budget of %d", i+1, total, budget)
+		}
+	}
+	builds := k.builds.Load()
+	if _, err := s.List(hpa, mine); err != nil {
+		t.Fatal(err)
+	}
+	if k.builds.Load() != builds {
+		t.Error("another user's distinct selectors evicted the hpa's build: its list was built again")
+	}
+	// Evicted builds go once their drops ran; the bound is generous, for the collector's and the runtime's own.
+	const slack = 16 << 20
+	grown := heapInUse() - before
+	for i := 0; i < 50 && grown > budget+slack; i++ {
+		time.Sleep(20 * time.Millisecond)
+		grown = heapInUse() - before
+	}
+	if grown > budget+slack {
+		t.Errorf("the heap grew by %d MiB for one user's distinct selectors, want at most the budget (%d MiB) and %d MiB",
+			grown>>20, budget>>20, slack>>20)
+	}
+}
+
+// TestKeeperShares: the keeper's choice of what to evict, user by user.
+func TestKeeperShares(t *testing.T) {
+	type add struct {
+		user  string
+		bytes int64
+	}
+	tests := []struct {
+		name     string
+		budget   int64
+		adds     []add
+		wantKept []bool // each add's item still kept at the end
+	}{
+		{"a user over its share evicts its own oldest", 100,
+			[]add{{"b", 10}, {"a", 40}, {"a", 40}, {"a", 40}}, []bool{true, false, true, true}},
+		{"a user cycling evicts only its own", 100,
+			[]add{{"b", 30}, {"a", 30}, {"a", 30}, {"a", 30}, {"a", 30}}, []bool{true, false, false, true, true}},
+		{"a user under its share takes from the heaviest", 100,
+			[]add{{"a", 30}, {"a", 30}, {"a", 30}, {"b", 20}}, []bool{false, true, true, true}},
+		{"more than the budget is not kept", 100, []add{{"a", 10}, {"a", 101}}, []bool{true, false}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kp := newKeeper(tt.budget)
+			items := make([]*kept, len(tt.adds))
+			for i, a := range tt.adds {
+				items[i] = &kept{user: a.user, drop: func() {}}
+				kp.admit(items[i], a.bytes)
+			}
+			for i, k := range items {
+				kp.mu.Lock()
+				got := k.elem != nil
+				kp.mu.Unlock()
+				if got != tt.wantKept[i] {
+					t.Errorf("add %d (%s, %d bytes): kept %v, want %v", i, tt.adds[i].user, tt.adds[i].bytes, got, tt.wantKept[i])
+				}
+			}
+			if total, _ := kp.usage(""); total > tt.budget {
+				t.Errorf("%d bytes kept, over the budget of %d", total, tt.budget)
+			}
+		})
+	}
+}
+
+// TestKeeperEstimates: the keeper's estimate of a built list is within a factor of two of what the list takes on
+// the heap, for pods of one and of three containers.
+func TestKeeperEstimates(t *testing.T) {
+	for _, containers := range []int{1, 3} {
+		es := make([]entry[storage.PodPoint], 2000)
+		for i := range es {
+			names, usages := make([]string, containers), make([]storage.Usage, containers)
+			for j := range names {
+				names[j] = fmt.Sprintf("c%d", j)
+				usages[j] = storage.Usage{CPU: 123456789, Memory: 123456789}.WithSwap(1)
+			}
+			es[i] = entry[storage.PodPoint]{object: object{namespace: "ns", name: fmt.Sprintf("pod-%05d", i)},
+				point: storage.PodPoint{Timestamp: sampleTime, Window: time.Second, Names: names, Usages: usages}}
+		}
+		before := heapInUse()
+		list := podKind{}.list(es, "1", metav1.Now())
+		used := heapInUse() - before
+		runtime.KeepAlive(list)
+		if est := listBytes(es); est < used/2 || est > 2*used {
+			t.Errorf("%d containers a pod: a list of 2,000 estimated at %d bytes, %d on the heap", containers, est, used)
+		}
+	}
+}
