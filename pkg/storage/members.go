@@ -57,6 +57,15 @@ func (s *Storage) BindPod(o PodObject) {
 		s.touchPod(p.slot)
 	case o.UID != 0:
 		p.object, p.created = o.UID, created // known from now on
+		return
+	default:
+		return
+	}
+	// Another object under the name: the published snapshot may still hold its predecessor's point, which the API
+	// would join with the new object (the informer lists it before this event). Publish at once, not at the next
+	// commit (a resolution later): only re-creations under a name cost this, so no burst of deletions does.
+	if _, stale := s.view.Load().Pod(o.Namespace, o.Name); stale && s.health.Cycles > 0 {
+		s.publish(s.buildInterim(s.view.Load()), false, s.clock.mono())
 	}
 }
 

@@ -69,6 +69,10 @@ func TestSamplesBelongToThePodObject(t *testing.T) {
 				f.PodDeleted("ns", "p")
 			}
 			f.BindPod(recreated)
+			// At once, not at the next publication: the API joins the new object with whatever is published.
+			if got, ok := f.Pod("ns", "p"); ok {
+				t.Fatalf("the re-created pod is served its predecessor's point until the next publication: %+v", got.Containers())
+			}
 			f.clock.now = t0.Add(40 * sec)
 			f.endCycle(Outcome{Success: true})
 			var rej Rejection

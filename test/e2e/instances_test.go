@@ -115,9 +115,15 @@ func TestPodRecreatedIsNeverServedItsPredecessor(t *testing.T) {
 	if err := pods.Delete(ctx, ref.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, "the old pod to be gone from the API", settle, func(ctx context.Context) error {
+	// Gone from the API, and from metrics-ring's informer: until its delete event lands there (milliseconds), the
+	// old object is still the pod metrics-ring knows by the name, and its values are rightly that object's.
+	framework.Eventually(t, "the old pod to be gone from the API and the metrics API", settle, func(ctx context.Context) error {
 		if _, err := pods.Get(ctx, ref.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("get: %v", err)
+		}
+		_, err := env.metrics.MetricsV1beta1().PodMetricses(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("pod metrics: %v, want 404", err)
 		}
 		return nil
 	})
