@@ -127,6 +127,36 @@ type genBuilds[P any] struct {
 // meanwhile, so the lease bounds time, not memory.
 const buildLease = 30 * time.Second
 
+// keptGenerations bounds the snapshots whose builds the cache holds at once. A build's entries point into its
+// snapshot's layers, so a kept build of a few pods keeps its whole snapshot alive, which the keeper's bytes do not
+// count: without this bound, one reader starting a small page-through every cycle and continuing each within the
+// lease would keep a snapshot a cycle alive. The least recently used generation goes first; its page-throughs
+// continue from the newest committed snapshot.
+const keptGenerations = 4
+
+// trimGens forgets the least recently used generations beyond keptGenerations, never keep (the one just added);
+// it returns their builds for forget, called without c.mu. c.mu is held.
+func (c *buildCache[P]) trimGens(keep uint64) []*build[P] {
+	var out []*build[P]
+	for len(c.gens) > keptGenerations {
+		var oldest uint64
+		var found bool
+		for gen, g := range c.gens {
+			if gen != keep && (!found || g.until.Before(c.gens[oldest].until)) {
+				oldest, found = gen, true
+			}
+		}
+		if !found {
+			break
+		}
+		for _, b := range c.gens[oldest].bySel {
+			out = append(out, b)
+		}
+		delete(c.gens, oldest)
+	}
+	return out
+}
+
 // buildCache holds the builds of the snapshots readers use, so that pages of a list read slowly and watches
 // resuming from a recent resourceVersion share them too. What they keep is bounded by keeper.
 type buildCache[P any] struct {
@@ -151,7 +181,9 @@ func (c *buildCache[P]) lookup(gen uint64, sel scope) *build[P] {
 	var b *build[P]
 	if g != nil {
 		b = g.bySel[sel.key()]
-		g.until = c.now().Add(c.lease)
+		if b != nil { // a miss renews nothing: a token naming a generation must not keep others' builds
+			g.until = c.now().Add(c.lease)
+		}
 	}
 	c.mu.Unlock()
 	if b == nil {
@@ -180,10 +212,12 @@ func (c *buildCache[P]) get(ctx context.Context, snap storage.Snapshot, sel scop
 	for {
 		c.mu.Lock()
 		g := c.gens[gen]
+		var forget []*build[P]
 		if g == nil {
 			g = &genBuilds[P]{bySel: map[string]*build[P]{}}
 			c.gens[gen] = g
 			go c.dropOn(snap.Changed(), gen)
+			forget = c.trimGens(gen)
 		}
 		g.until = c.now().Add(c.lease)
 		b, ok := g.bySel[key]
@@ -193,6 +227,7 @@ func (c *buildCache[P]) get(ctx context.Context, snap storage.Snapshot, sel scop
 			g.bySel[key] = b
 		}
 		c.mu.Unlock()
+		c.forget(forget)
 		if !ok {
 			return c.lead(ctx, b, g, snap, sel)
 		}
