@@ -123,7 +123,7 @@ type genBuilds[P any] struct {
 // buildLease is how long the builds of a snapshot are kept after their last use once a newer one is published: a
 // page-through keeps its build as long as it keeps paging (each page renews the lease, whatever the publications
 // meanwhile), and watches resuming from a recent resourceVersion share it too. A continue token whose build went
-// continues from the newest committed snapshot (continueFrom). What the builds keep is bounded by keeper
+// continues from the newest committed snapshot (continuePage). What the builds keep is bounded by keeper
 // meanwhile, so the lease bounds time, not memory.
 const buildLease = 30 * time.Second
 

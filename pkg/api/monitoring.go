@@ -59,7 +59,7 @@ var (
 		Help:           "Selections built from a snapshot; every list, page and watch of one selection and collection shares one.",
 		StabilityLevel: metrics.ALPHA,
 	})
-	pagesContinuedElsewhere = metrics.NewCounterVec(&metrics.CounterOpts{
+	pagesContinuedFromNewest = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace:      "metrics_ring",
 		Subsystem:      "api",
 		Name:           "continued_from_newest_total",
@@ -95,7 +95,7 @@ var registerOnce sync.Once
 func RegisterMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(metricFreshness, watchesActive, watchesRejected, watchesFellBehind, watchPanics,
-			buildsMade, buildsEvicted, buildsKeptBytes, buildsRejected, pagesContinuedElsewhere)
+			buildsMade, buildsEvicted, buildsKeptBytes, buildsRejected, pagesContinuedFromNewest)
 	})
 }
 

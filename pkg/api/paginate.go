@@ -110,7 +110,7 @@ func (s *metricsREST[P]) continuePage(ctx context.Context, token string, sel sco
 		}
 		reason = "expired"
 	}
-	pagesContinuedElsewhere.WithLabelValues(reason).Inc()
+	pagesContinuedFromNewest.WithLabelValues(reason).Inc()
 	b, err := s.builds.get(ctx, s.snaps.Committed(), sel)
 	return b, key, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,7 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	apistorage "k8s.io/apiserver/pkg/storage"
 
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
@@ -103,6 +105,13 @@ func TestWatchFromAnotherReplica(t *testing.T) {
 		t.Fatalf("replica A resuming from its own %s: %v", fromA, err)
 	}
 	w.Stop()
+	ahead := strconv.FormatUint(ca.store.Latest().Generation()+5, 10) + fromA[strings.Index(fromA, "-"):]
+	if w, err := a.Watch(ctx, &metainternalversion.ListOptions{ResourceVersion: ahead}); err == nil || !apistorage.IsTooLargeResourceVersion(err) {
+		if err == nil {
+			w.Stop()
+		}
+		t.Errorf("replica A watching from its own future %s: %v, want too large", ahead, err)
+	}
 
 	gen := strconv.FormatUint(cb.store.Latest().Generation(), 10)
 	for _, tc := range []struct {

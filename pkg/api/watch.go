@@ -55,6 +55,8 @@ func (s *metricsREST[P]) startWatch(ctx context.Context, opts *metainternalversi
 		case initial: // the initial events are the newest snapshot's, not older than any
 		case !s.ours(v):
 			return nil, notOurs(rv)
+		case v.gen > latest.Generation(): // as a list answers it: the client lists again from the newest
+			return nil, tooLarge(v, latest)
 		default:
 			var ok bool
 			if from, ok = s.snaps.At(v.gen); !ok {

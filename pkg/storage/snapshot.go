@@ -7,8 +7,9 @@ import (
 
 // RetainedViews is how many of the newest views storage keeps, so a watch can resume from a resourceVersion that is
 // up to RetainedViews-1 publications old (older is 410 Gone). A committed view that a paged list or a resumed watch
-// read (Committed, At) is kept too, for RetainedViews commits, so that a page-through's continue tokens stay valid
-// that long however many interim publications (Cycle.Publish) come meanwhile; one nobody read goes once it is
+// read (Committed, At) is kept too, for RetainedViews commits, so that a page-through whose build was let go can
+// read the same collection again however many interim publications (Cycle.Publish) come meanwhile (after that its
+// token continues from the newest commit); one nobody read goes once it is
 // neither among the newest views nor the newest commit. Pinning by use instead of keeping every commit: a full
 // snapshot is about 25 MB at 10,000 nodes x 30 pods, and pagers are rare.
 const RetainedViews = 4
