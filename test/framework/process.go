@@ -144,13 +144,3 @@ func tailLines(data []byte, n int) string {
 func (p *Process) DumpTail(w io.Writer, n int) {
 	fmt.Fprintf(w, "----- last %d lines of %s (%s) -----\n%s\n", n, p.Name, p.LogFile, p.Tail(n))
 }
-
-// Pid is the running process's id, or 0.
-func (p *Process) Pid() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd == nil {
-		return 0
-	}
-	return p.cmd.Process.Pid
-}

@@ -21,7 +21,7 @@ import (
 func TestInitContainer(t *testing.T) {
 	needNode(t)
 	pod := podOn("init", workload("main", "-millicores=50"))
-	pod.Spec.InitContainers = []corev1.Container{workload("init", "-millicores=100", "-duration=45s")}
+	pod.Spec.InitContainers = []corev1.Container{workload("init", "-millicores=100", "-duration=60s")}
 	createPod(t, pod, func(p *corev1.Pod) error {
 		for _, s := range p.Status.InitContainerStatuses {
 			if s.State.Running != nil {
@@ -30,7 +30,7 @@ func TestInitContainer(t *testing.T) {
 		}
 		return fmt.Errorf("init container not running: %+v", p.Status.InitContainerStatuses)
 	})
-	framework.Eventually(t, "init container served while it runs", 45*time.Second, func(ctx context.Context) error {
+	framework.Eventually(t, "init container served while it runs", 55*time.Second, func(ctx context.Context) error {
 		m, err := podMetrics(ctx, "init")
 		if err != nil {
 			return err
@@ -139,8 +139,8 @@ func TestDeletedPodGone(t *testing.T) {
 		return err
 	})
 	deletePod(t, "gone")
-	// A cycle, plus the informer's delivery of the deletion and one poll.
-	framework.EventuallyEvery(t, "gone no longer served", 200*time.Millisecond, resolution+2*time.Second, func(ctx context.Context) error {
+	// Within a cycle: two, for a cycle that had started before the deletion and the informer's delivery.
+	framework.EventuallyEvery(t, "gone no longer served", 200*time.Millisecond, 2*resolution, func(ctx context.Context) error {
 		m, err := podMetrics(ctx, "gone")
 		if apierrors.IsNotFound(err) {
 			return nil
