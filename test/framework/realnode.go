@@ -21,7 +21,8 @@ import (
 // RealNode is a real kubelet (built from the pinned module) on this machine, with Debian's containerd and
 // runc and the CNI bridge plugin, registered with a ControlPlane. containerd, its shims and the kubelet share
 // one private mount namespace in which tmpfs covers the host paths they write outside their configured
-// folders (/run/netns, /run/containerd, /var/lib/cni, /var/log/containers): when their processes end, the
+// folders (/run/netns, /run/containerd, /var/lib/cni, /var/log/containers, and /var/lib/kubelet for the
+// device plugins' socket, whatever the root folder): when their processes end, the
 // namespace ends with every mount and network namespace in it, even if the test binary was killed.
 type RealNode struct {
 	Name string
@@ -46,7 +47,7 @@ type RealNode struct {
 
 // hostPathsCovered are the host folders containerd, runc's shim, the CNI plugins and the kubelet write to
 // whatever their configuration says; in the node's mount namespace each is a fresh tmpfs.
-var hostPathsCovered = []string{"/run/netns", "/run/containerd", "/var/lib/cni", "/var/log/containers"}
+var hostPathsCovered = []string{"/run/netns", "/run/containerd", "/var/lib/cni", "/var/log/containers", "/var/lib/kubelet"}
 
 // StartRealNode starts a real node named name and waits until it is Ready. logDir receives the kubelet's
 // and containerd's logs (keep it on failure); their state lives in a folder of their own under the system's
@@ -162,6 +163,9 @@ func (n *RealNode) prepare(cp *ControlPlane, kubelet string) error {
 		return err
 	}
 	pki := filepath.Join(n.stateDir, "pki")
+	if err := os.MkdirAll(pki, 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", pki, err)
+	}
 	ca, err := NewCA(pki, "kubelet-serving-ca")
 	if err != nil {
 		return err
