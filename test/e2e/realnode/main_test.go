@@ -39,8 +39,11 @@ var env struct {
 // unproven lists the tests not yet seen passing three runs in a row on a loaded machine: they run only with
 // E2E_REALNODE=all, so that CI is never failed by a test still being stabilised (a proven one is set false).
 var unproven = map[string]bool{
-	"TestCPUAndMemoryAgainstCgroup": true, "TestKubectlTopAndV1beta1": true, "TestInitContainer": true,
-	"TestSidecar": true, "TestRestartedContainer": true, "TestDeletedPodGone": true, "TestHPAScalesRealPods": true,
+	"TestCPUAndMemoryAgainstCgroup": false, "TestKubectlTopAndV1beta1": false, "TestSidecar": false,
+	"TestRestartedContainer": false, "TestDeletedPodGone": false, "TestHPAScalesRealPods": false,
+	// metrics-ring served no PodMetrics at all while the init container ran (NotFound for 55 s): to be
+	// looked into (the pod is Pending then).
+	"TestInitContainer": true,
 }
 
 func TestMain(m *testing.M) {
