@@ -90,11 +90,16 @@ func withoutServiceStarts(path string, fn func() error) error {
 // disableSystemService undoes the package's enabling of prometheus.service under systemd, so that it does
 // not start at the next boot either. Elsewhere (no systemd) there is nothing to undo: policy-rc.d covered it.
 func disableSystemService(ctx context.Context, out io.Writer) {
+	disableService(ctx, out, "prometheus.service")
+}
+
+// disableService stops and disables unit under systemd, when systemd runs.
+func disableService(ctx context.Context, out io.Writer, unit string) {
 	if _, err := os.Stat("/run/systemd/system"); err != nil {
 		return
 	}
-	if o, err := exec.CommandContext(ctx, "systemctl", "disable", "--now", "prometheus.service").CombinedOutput(); err != nil {
-		fmt.Fprintf(out, "systemctl disable --now prometheus.service: %v: %s\n", err, o)
+	if o, err := exec.CommandContext(ctx, "systemctl", "disable", "--now", unit).CombinedOutput(); err != nil {
+		fmt.Fprintf(out, "systemctl disable --now %s: %v: %s\n", unit, err, o)
 	}
 }
 

@@ -8,5 +8,6 @@ import (
 	_ "k8s.io/kubectl/pkg/cmd"
 	_ "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	_ "k8s.io/kubernetes/cmd/kubelet/app"
 	_ "k8s.io/kubernetes/pkg/kubelet/metrics/collectors"
 )
