@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	apistorage "k8s.io/apiserver/pkg/storage"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/metrics/pkg/apis/metrics"
@@ -228,7 +229,7 @@ func TestWatchSelectorsAndErrors(t *testing.T) {
 	for rv, check := range map[string]func(error) bool{
 		"abc": apierrors.IsBadRequest,
 		"1":   apierrors.IsResourceExpired, // long before this server started
-		versionAt(s, c.store.Latest().Generation()+5): apierrors.IsResourceExpired, // not yet published
+		versionAt(s, c.store.Latest().Generation()+5): apistorage.IsTooLargeResourceVersion, // not yet published
 	} {
 		if _, err := s.Watch(context.Background(), &metainternalversion.ListOptions{ResourceVersion: rv}); !check(err) {
 			t.Errorf("resourceVersion %s: %v", rv, err)

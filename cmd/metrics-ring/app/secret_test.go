@@ -24,8 +24,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
-	"k8s.io/klog/v2/textlogger"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 )
 
@@ -56,8 +54,8 @@ func (l *lines) String() string {
 // ERROR event that ends it, every log line at -v=10, and /metrics.
 func TestPasswordInPrometheusURLAppearsNowhere(t *testing.T) {
 	var logs lines
-	klog.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&logs), textlogger.Verbosity(10))))
-	t.Cleanup(klog.ClearLogger)
+	testLogs.capture(&logs)
+	t.Cleanup(func() { testLogs.capture(nil) })
 	var failing, authorized atomic.Bool
 	prom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if user, pass, ok := r.BasicAuth(); ok && user == "metrics-ring" && pass == urlPassword {
