@@ -31,6 +31,8 @@ var nodePackages = []nodePackage{
 	{"containernetworking-plugins", "/usr/lib/cni/bridge"},
 	{"containernetworking-plugins", "/usr/lib/cni/host-local"},
 	{"containernetworking-plugins", "/usr/lib/cni/loopback"},
+	// The kubelet makes its chains with it; the real node tests were proven with it installed.
+	{"iptables", "/usr/sbin/iptables"},
 }
 
 // ErrNoRealNode marks why a real node cannot start on this machine (not root, no apt-get to install what is
