@@ -40,7 +40,10 @@ var env struct {
 // E2E_REALNODE=all, so that CI is never failed by a test still being stabilised (a proven one is set false).
 var unproven = map[string]bool{
 	"TestCPUAndMemoryAgainstCgroup": false, "TestKubectlTopAndV1beta1": false, "TestSidecar": false,
-	"TestRestartedContainer": false, "TestDeletedPodGone": false, "TestHPAScalesRealPods": false,
+	"TestRestartedContainer": false, "TestDeletedPodGone": false,
+	// Failed once in the merged tree's make test (settled at 5 while the cgroups then implied 6, 1.18 of the
+	// target): now waits for the HPA to follow the load; to be proven again.
+	"TestHPAScalesRealPods": true,
 	// metrics-ring served no PodMetrics at all while the init container ran (NotFound for 55 s): to be
 	// looked into (the pod is Pending then).
 	"TestInitContainer": true,
