@@ -102,8 +102,8 @@ func (kp *keeper) admit(k *kept, n int64) bool {
 // u would be at or above its share, else the heaviest user's least recently used one. nil when there is none to
 // evict but k. Called with kp.mu held.
 func (kp *keeper) victim(k *kept, u *userKept, n int64) *kept {
-	if u.bytes+n >= kp.budget/int64(len(kp.users)) { // u is among users
-
+	// u's share is the budget split between the users keeping anything, u included (admit added it).
+	if u.bytes+n >= kp.budget/int64(len(kp.users)) {
 		return oldest(u, k)
 	}
 	var heaviest *userKept
