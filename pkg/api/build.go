@@ -175,7 +175,7 @@ func newBuildCache[P any](res *metricsREST[P], kp *keeper) *buildCache[P] {
 }
 
 // lookup returns the build of sel at generation gen when the cache has it made, renewing its lease; nil when not.
-func (c *buildCache[P]) lookup(gen uint64, sel scope) *build[P] {
+func (c *buildCache[P]) lookup(ctx context.Context, gen uint64, sel scope) *build[P] {
 	c.mu.Lock()
 	g := c.gens[gen]
 	var b *build[P]
@@ -197,7 +197,7 @@ func (c *buildCache[P]) lookup(gen uint64, sel scope) *build[P] {
 	if b.err != nil {
 		return nil
 	}
-	c.keeper.touch(&b.keep)
+	c.keeper.hold(&b.keep, userOf(ctx))
 	return b
 }
 
@@ -223,7 +223,11 @@ func (c *buildCache[P]) get(ctx context.Context, snap storage.Snapshot, sel scop
 		b, ok := g.bySel[key]
 		if !ok {
 			b = &build[P]{key: key, done: make(chan struct{})}
-			b.keep = kept{user: userOf(ctx), drop: func() { c.evict(b) }}
+			b.keep = kept{user: userOf(ctx), drop: func(_ string, last bool) {
+				if last {
+					c.evict(b)
+				}
+			}}
 			g.bySel[key] = b
 		}
 		c.mu.Unlock()
@@ -238,15 +242,15 @@ func (c *buildCache[P]) get(ctx context.Context, snap storage.Snapshot, sel scop
 		}
 		if !errors.Is(b.err, errLeaderGone) {
 			if b.err == nil {
-				c.keeper.touch(&b.keep)
+				c.keeper.hold(&b.keep, userOf(ctx))
 			}
 			return b, b.err
 		}
 	}
 }
 
-// lead makes the build b that waiters wait for, and keeps it when the keeper has room: charged to the request's
-// user. An error is not kept: the next request tries again.
+// lead makes the build b that waiters wait for, and keeps it when the keeper has room: held by the request's
+// user, then by every user whose request reads it. An error is not kept: the next request tries again.
 func (c *buildCache[P]) lead(ctx context.Context, b *build[P], g *genBuilds[P], snap storage.Snapshot, sel scope) (*build[P], error) {
 	kept := false
 	defer func() {
@@ -272,7 +276,10 @@ func (c *buildCache[P]) lead(ctx context.Context, b *build[P], g *genBuilds[P], 
 		return nil, err
 	}
 	b.res, b.rv, b.generation, b.created, b.entries = made.res, made.rv, made.generation, made.created, made.entries
-	kept = c.keeper.admit(&b.keep, entryBytes(b.entries))
+	c.keeper.hold(&b.keep, b.keep.user)
+	if kept = c.keeper.admit(&b.keep, entryBytes(b.entries)); !kept {
+		c.keeper.forget(&b.keep)
+	}
 	b.shared = kept
 	return b, nil
 }

@@ -15,10 +15,13 @@ import (
 // known (Deps.ReaderCacheBytes).
 const DefaultReaderCacheBytes = 64 << 20
 
-// keeper bounds what the builds of readers keep between requests (their entries, shared lists and pages, watch
-// events and every encoding of them) by bytes, not by count (DESIGN.md section 3, "Readers' cost"), and shares the
-// budget fairly between users: a user at or above its share (the budget split evenly between the users keeping
-// anything) makes room by evicting its own least recently used builds, so one user cycling through distinct
+// keeper bounds what readers keep between requests (builds: their entries, shared lists and pages, watch events
+// and every encoding of them; watch feeds: the batches queued to their watchers and the build they lead from) by
+// bytes, not by count (DESIGN.md section 3, "Readers' cost"), and shares the budget fairly between users. Each
+// thing kept has holders, the users whose requests use it, and its bytes are split evenly between them: a user
+// reading what another made pays its part. A user at or above its share (the budget split evenly between the
+// users holding anything) makes room by letting go of what it holds, least recently used first: a thing others
+// still hold stays, charged to them; one it alone holds is evicted. So one user cycling through distinct
 // selections that each match everything evicts its own, never the server's memory or another user's builds; a
 // user below its share takes room from the heaviest user. What is not kept is still served, built for the request
 // alone (and the number built at once is buildLimit's to bound). Bytes are estimates, cheap to make: items times
@@ -31,20 +34,21 @@ type keeper struct {
 	users map[string]*userKept
 }
 
-// userKept is what one user's requests keep, least recently used first.
+// userKept is what one user holds, least recently used first, and its share of their bytes.
 type userKept struct {
 	bytes int64
 	items list.List // of *kept
 }
 
-// kept is one build's account: its bytes and its owner, the user whose request made it. A build's shares (a list,
-// a page, an encoding) are charged to it as they are made, whoever asks for them.
+// kept is the account of one thing kept (a build, a watch feed): its bytes and its holders.
 type kept struct {
-	user  string
-	bytes int64
-	elem  *list.Element // in its user's items; nil when not kept
-	gone  bool          // evicted or forgotten: nothing more is charged to it
-	drop  func()        // lets go of what the build keeps, once evicted; called on its own goroutine
+	user    string                   // the user whose request made it: its first holder
+	holders map[string]*list.Element // each holder's place in its items; empty when not kept
+	bytes   int64
+	gone    bool // evicted or forgotten: nothing more is charged to it
+	// drop is told that user was made to let go (to make room); last when nobody holds it any more, so what it
+	// keeps must go. Called on its own goroutine, once the accounts are settled.
+	drop func(user string, last bool)
 }
 
 func newKeeper(budget int64) *keeper {
@@ -54,71 +58,157 @@ func newKeeper(budget int64) *keeper {
 	return &keeper{budget: budget, users: map[string]*userKept{}}
 }
 
-// admit charges n more bytes to k (adding k when it is not kept yet), evicting other builds as fairness says, and
-// reports whether k may keep them. k itself is never evicted here: when there is no room without it, nothing is
-// charged and the caller keeps nothing more (a build not admitted at all is the request's alone).
+// share is what each holder of k pays of b bytes.
+func share(k *kept, b int64) int64 {
+	if len(k.holders) == 0 {
+		return 0
+	}
+	return b / int64(len(k.holders))
+}
+
+// reshare applies change to k (its bytes or holders), moving each holder's share. Called with kp.mu held.
+func (kp *keeper) reshare(k *kept, change func()) {
+	old := share(k, k.bytes)
+	for user := range k.holders {
+		kp.users[user].bytes -= old
+	}
+	before := k.bytes
+	change()
+	now := share(k, k.bytes)
+	for user := range k.holders {
+		kp.users[user].bytes += now
+	}
+	kp.total += k.bytes - before
+	buildsKeptBytes.Set(float64(kp.total))
+}
+
+// hold makes user a holder of k (the first one when k is new), and marks k used now by user: the least recently
+// used go first. Nothing is charged to a thing gone.
+func (kp *keeper) hold(k *kept, user string) {
+	kp.mu.Lock()
+	defer kp.mu.Unlock()
+	if k.gone {
+		return
+	}
+	u := kp.users[user]
+	if u == nil {
+		u = &userKept{}
+		kp.users[user] = u
+	}
+	if e, ok := k.holders[user]; ok {
+		u.items.MoveToBack(e)
+		return
+	}
+	if k.holders == nil {
+		k.holders = map[string]*list.Element{}
+	}
+	kp.reshare(k, func() { k.holders[user] = u.items.PushBack(k) })
+}
+
+// unhold lets user go of k (its last watch of a feed ended); the last holder's going forgets k.
+func (kp *keeper) unhold(k *kept, user string) {
+	kp.mu.Lock()
+	defer kp.mu.Unlock()
+	kp.letGo(k, user)
+}
+
+// letGo takes user off k's holders; it reports whether k was left with none (and so removed). kp.mu is held.
+func (kp *keeper) letGo(k *kept, user string) bool {
+	e, ok := k.holders[user]
+	if !ok {
+		return false
+	}
+	if len(k.holders) == 1 {
+		kp.remove(k)
+		return true
+	}
+	u := kp.users[user]
+	kp.reshare(k, func() {
+		delete(k.holders, user)
+		u.items.Remove(e)
+	})
+	if u.items.Len() == 0 {
+		delete(kp.users, user)
+	}
+	return false
+}
+
+// letting is one holder let go to make room, told once the locks are released.
+type letting struct {
+	k    *kept
+	user string
+	last bool
+}
+
+// admit charges n more bytes to k, held already (hold), making room as fairness says for its heaviest holder,
+// and reports whether k may keep them. k itself is never let go of here: when there is no room without it,
+// nothing is charged and the caller keeps nothing more (a build not admitted at all is the request's alone).
 func (kp *keeper) admit(k *kept, n int64) bool {
 	kp.mu.Lock()
-	if k.gone || n > kp.budget {
+	if k.gone || len(k.holders) == 0 || n > kp.budget {
 		kp.mu.Unlock()
 		return false
 	}
-	u := kp.users[k.user]
-	if u == nil {
-		u = &userKept{}
-		kp.users[k.user] = u
-	}
-	var victims []*kept
+	var let []letting
 	for kp.total+n > kp.budget {
-		v := kp.victim(k, u, n)
+		v, user := kp.victim(k, n)
 		if v == nil {
 			break
 		}
-		kp.remove(v)
-		victims = append(victims, v)
+		let = append(let, letting{v, user, kp.letGo(v, user)})
 	}
 	ok := kp.total+n <= kp.budget
 	if ok {
-		if k.elem == nil {
-			k.elem = u.items.PushBack(k)
-		} else {
-			u.items.MoveToBack(k.elem)
-		}
-		k.bytes += n
-		u.bytes += n
-		kp.total += n
-		buildsKeptBytes.Set(float64(kp.total))
-	} else if k.elem == nil && u.bytes == 0 {
-		delete(kp.users, k.user)
+		kp.reshare(k, func() { k.bytes += n })
 	}
 	kp.mu.Unlock()
-	for _, v := range victims {
-		v.evicted()
+	for _, l := range let {
+		l.told()
 	}
 	return ok
 }
 
-// victim chooses the build to evict to make room for n more bytes of k's user u: u's least recently used one when
-// u would be at or above its share, else the heaviest user's least recently used one. nil when there is none to
-// evict but k. Called with kp.mu held.
-func (kp *keeper) victim(k *kept, u *userKept, n int64) *kept {
-	// u's share is the budget split between the users keeping anything, u included (admit added it).
+// told tells a thing kept that a holder let go, and counts an eviction.
+func (l letting) told() {
+	if l.last {
+		buildsEvicted.Inc()
+	}
+	go l.k.drop(l.user, l.last)
+}
+
+// victim chooses what a user lets go of to make room for n more bytes of k, and who: k's heaviest holder's least
+// recently used holding when that holder would be at or above its share, else the heaviest other user's. nil when
+// there is nothing to let go of but k. Called with kp.mu held.
+func (kp *keeper) victim(k *kept, n int64) (*kept, string) {
+	var user string
+	var u *userKept
+	for h := range k.holders {
+		if o := kp.users[h]; u == nil || o.bytes > u.bytes {
+			user, u = h, o
+		}
+	}
+	n = share(k, n)
+	// u's share is the budget split between the users holding anything, u included.
 	if u.bytes+n >= kp.budget/int64(len(kp.users)) {
-		return oldest(u, k)
+		return oldest(u, k), user
 	}
 	var heaviest *userKept
-	for _, o := range kp.users {
+	var name string
+	for h, o := range kp.users {
 		if o != u && (heaviest == nil || o.bytes > heaviest.bytes) {
-			heaviest = o
+			heaviest, name = o, h
 		}
 	}
 	if heaviest == nil || heaviest.bytes <= u.bytes+n {
-		return oldest(u, k)
+		return oldest(u, k), user
 	}
-	return oldest(heaviest, k)
+	if v := oldest(heaviest, k); v != nil {
+		return v, name
+	}
+	return oldest(u, k), user
 }
 
-// oldest is u's least recently used build other than k, or nil.
+// oldest is u's least recently used holding other than k, or nil.
 func oldest(u *userKept, k *kept) *kept {
 	for e := u.items.Front(); e != nil; e = e.Next() {
 		if v := e.Value.(*kept); v != k {
@@ -135,56 +225,33 @@ func (kp *keeper) charge(k *kept, n int64) {
 		return
 	}
 	kp.mu.Lock()
-	evict := !k.gone
-	kp.remove(k)
-	kp.mu.Unlock()
-	if evict {
-		k.evicted()
-	}
-}
-
-// evicted lets go of what an evicted build keeps. Apart, since its caller may hold the locks of another build:
-// the bytes left the accounts already, the memory goes once the readers that have the build are done with it.
-func (k *kept) evicted() {
-	buildsEvicted.Inc()
-	go k.drop()
-}
-
-// touch marks k used now: the least recently used builds go first.
-func (kp *keeper) touch(k *kept) {
-	kp.mu.Lock()
-	if k.elem != nil {
-		kp.users[k.user].items.MoveToBack(k.elem)
+	var let []letting
+	for user := range k.holders {
+		let = append(let, letting{k, user, len(k.holders) == 1})
+		kp.letGo(k, user)
 	}
 	kp.mu.Unlock()
+	for _, l := range let {
+		l.told()
+	}
 }
 
 // shrink sets what k is charged to n bytes, no more than it was: the build let go of its shares.
 func (kp *keeper) shrink(k *kept, n int64) {
 	kp.mu.Lock()
 	defer kp.mu.Unlock()
-	if k.elem == nil || n >= k.bytes {
-		return
+	if len(k.holders) > 0 && n < k.bytes {
+		kp.reshare(k, func() { k.bytes = n })
 	}
-	u := kp.users[k.user]
-	u.bytes -= k.bytes - n
-	kp.total -= k.bytes - n
-	k.bytes = n
-	buildsKeptBytes.Set(float64(kp.total))
 }
 
-// refund takes n bytes off what k is charged: a share it let go of (a page).
+// refund takes n bytes off what k is charged: a share it let go of (a page, a watch batch sent).
 func (kp *keeper) refund(k *kept, n int64) {
 	kp.mu.Lock()
 	defer kp.mu.Unlock()
-	if k.elem == nil {
-		return
+	if len(k.holders) > 0 {
+		kp.reshare(k, func() { k.bytes -= min(n, k.bytes) })
 	}
-	n = min(n, k.bytes)
-	k.bytes -= n
-	kp.users[k.user].bytes -= n
-	kp.total -= n
-	buildsKeptBytes.Set(float64(kp.total))
 }
 
 // forget stops accounting for k, which its cache dropped: nothing more is charged to it.
@@ -197,22 +264,19 @@ func (kp *keeper) forget(k *kept) {
 // remove takes k out of the accounts and marks it gone. Called with kp.mu held.
 func (kp *keeper) remove(k *kept) {
 	k.gone = true
-	if k.elem == nil {
-		return
-	}
-	u := kp.users[k.user]
-	u.items.Remove(k.elem)
-	k.elem = nil
-	u.bytes -= k.bytes
-	kp.total -= k.bytes
-	k.bytes = 0
-	buildsKeptBytes.Set(float64(kp.total))
-	if u.items.Len() == 0 {
-		delete(kp.users, k.user)
-	}
+	kp.reshare(k, func() {
+		for user, e := range k.holders {
+			u := kp.users[user]
+			u.items.Remove(e)
+			if u.items.Len() == 0 {
+				delete(kp.users, user)
+			}
+		}
+		k.holders, k.bytes = nil, 0
+	})
 }
 
-// usage returns the bytes kept in all and by user.
+// usage returns the bytes kept in all and user's share of them.
 func (kp *keeper) usage(user string) (total, byUser int64) {
 	kp.mu.Lock()
 	defer kp.mu.Unlock()
@@ -250,8 +314,8 @@ func listBytes[P any](es []entry[P]) int64 {
 	return n
 }
 
-// eventBytes estimates the items and events of es as watches carry them (their encodings are charged as made).
-func eventBytes[P any](es []entry[P]) int64 {
-	var i watchItem[P]
-	return int64(len(es)) * int64(unsafe.Sizeof(i)+unsafe.Sizeof(watch.Event{})+8)
+// eventBytes estimates n events and their items as watches carry them (their encodings are charged as made).
+func eventBytes(n int) int64 {
+	var i watchItem[struct{}]
+	return int64(n) * int64(unsafe.Sizeof(i)+unsafe.Sizeof(watch.Event{})+8)
 }

@@ -108,12 +108,15 @@ func TestKeeperShares(t *testing.T) {
 			kp := newKeeper(tt.budget)
 			items := make([]*kept, len(tt.adds))
 			for i, a := range tt.adds {
-				items[i] = &kept{user: a.user, drop: func() {}}
-				kp.admit(items[i], a.bytes)
+				items[i] = &kept{user: a.user, drop: func(string, bool) {}}
+				kp.hold(items[i], a.user)
+				if !kp.admit(items[i], a.bytes) {
+					kp.forget(items[i])
+				}
 			}
 			for i, k := range items {
 				kp.mu.Lock()
-				got := k.elem != nil
+				got := len(k.holders) > 0
 				kp.mu.Unlock()
 				if got != tt.wantKept[i] {
 					t.Errorf("add %d (%s, %d bytes): kept %v, want %v", i, tt.adds[i].user, tt.adds[i].bytes, got, tt.wantKept[i])
@@ -147,5 +150,41 @@ func TestKeeperEstimates(t *testing.T) {
 		if est := listBytes(es); est < used/2 || est > 2*used {
 			t.Errorf("%d containers a pod: a list of 2,000 estimated at %d bytes, %d on the heap", containers, est, used)
 		}
+	}
+}
+
+// TestSharedBuildChargedToItsReaders: a build one user made and another reads (its own page sizes, its own full
+// list) is charged to both, half each, so one user's reading never spends another's share.
+func TestSharedBuildChargedToItsReaders(t *testing.T) {
+	_, k, s, _ := hookedPods(t, 2000)
+	s.builds.keeper = newKeeper(64 << 20)
+	if _, err := s.List(asUser("alice"), listOpts(t, "", "")); err != nil {
+		t.Fatal(err)
+	}
+	_, alone := s.builds.keeper.usage("alice")
+	for _, limit := range []int64{0, 7, 11, 13, 500} {
+		opts := listOpts(t, "", "")
+		opts.Limit = limit
+		for range 3 {
+			obj, err := s.List(asUser("bob"), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if opts.Continue = podList(t, obj).Continue; opts.Continue == "" {
+				break
+			}
+		}
+	}
+	if k.builds.Load() != 1 {
+		t.Fatalf("%d builds, want the one both users read", k.builds.Load())
+	}
+	total, alice := s.builds.keeper.usage("alice")
+	_, bob := s.builds.keeper.usage("bob")
+	if alice+bob > total || total-alice-bob > 2 {
+		t.Errorf("alice is charged %d and bob %d bytes of %d kept, want their shares to add up", alice, bob, total)
+	}
+	if alice > total/2+1 || alice < alone/2 {
+		t.Errorf("alice, who made the build bob read, is charged %d bytes of %d kept (%d before bob read), want half",
+			alice, total, alone)
 	}
 }

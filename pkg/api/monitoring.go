@@ -45,6 +45,13 @@ var (
 		Help:           "Watches ended with 410 Gone because their client read more than 4 collections behind, by API version.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"version"})
+	watchesOverBudget = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "metrics_ring",
+		Subsystem:      "api",
+		Name:           "watches_over_budget_total",
+		Help:           "Watches ended with 410 Gone because what their user's watches and builds keep was over its share of --reader-cache-bytes, by API version.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"version"})
 	watchPanics = metrics.NewCounter(&metrics.CounterOpts{
 		Namespace:      "metrics_ring",
 		Subsystem:      "api",
@@ -70,7 +77,7 @@ var (
 		Namespace:      "metrics_ring",
 		Subsystem:      "api",
 		Name:           "builds_evicted_total",
-		Help:           "Builds let go before their snapshot was, to keep what readers' builds keep within its budget in bytes (--reader-cache-bytes).",
+		Help:           "Builds and watch feeds let go before their snapshot was, to keep what readers' builds keep within its budget in bytes (--reader-cache-bytes).",
 		StabilityLevel: metrics.ALPHA,
 	})
 	buildsKeptBytes = metrics.NewGauge(&metrics.GaugeOpts{
@@ -94,7 +101,8 @@ var registerOnce sync.Once
 // RegisterMetrics registers the API's metrics in the legacy registry served on /metrics. Safe to call many times.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(metricFreshness, watchesActive, watchesRejected, watchesFellBehind, watchPanics,
+		legacyregistry.MustRegister(metricFreshness, watchesActive, watchesRejected, watchesFellBehind, watchesOverBudget,
+			watchPanics,
 			buildsMade, buildsEvicted, buildsKeptBytes, buildsRejected, pagesContinuedFromNewest)
 	})
 }

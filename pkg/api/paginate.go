@@ -101,7 +101,7 @@ func (s *metricsREST[P]) continuePage(ctx context.Context, token string, sel sco
 	}
 	reason := "foreign"
 	if v, err := parseVersion(rv); err == nil && s.ours(v) {
-		if b := s.builds.lookup(v.gen, sel); b != nil {
+		if b := s.builds.lookup(ctx, v.gen, sel); b != nil {
 			return b, key, nil
 		}
 		if snap, ok := s.snaps.At(v.gen); ok {

@@ -72,6 +72,7 @@ func (s *metricsREST[P]) startWatch(ctx context.Context, opts *metainternalversi
 		res: s, ctx: ctx, user: user, version: version,
 		bookmarks: opts.AllowWatchBookmarks, initialEnd: initial && opts.AllowWatchBookmarks,
 		wake: make(chan struct{}, 1), result: make(chan watch.Event, resultBuffer), done: make(chan struct{}),
+		abort: make(chan struct{}),
 	}
 	started := false
 	defer func() { // also when building panics
@@ -87,10 +88,11 @@ func (s *metricsREST[P]) startWatch(ctx context.Context, opts *metainternalversi
 	if err != nil {
 		return nil, err
 	}
-	w.feed, w.start = f, start
+	w.feed, w.startRV = f, start.rv
 	switch {
 	case from == nil:
-		_, w.initial = start.watchItems()
+		_, added := start.watchItems()
+		w.initial = &batch{rv: added.rv, events: added.events} // its own: charged to this watch's feed
 	case from.Generation() >= start.generation:
 		// The client is ahead of the feed, which has yet to take in the newest collection: nothing to send until
 		// the feed gets past where the client is.
@@ -100,7 +102,11 @@ func (s *metricsREST[P]) startWatch(ctx context.Context, opts *metainternalversi
 		if err != nil {
 			return nil, err
 		}
-		w.initial = diff(prev.entries, start, s.gone(from, which))
+		w.initial = diff(prev.entries, start, s.gone(from, which), nil)
+	}
+	if !f.charge(w.initial) {
+		return nil, apierrors.NewTooManyRequests(fmt.Sprintf(
+			"the server keeps too much for user %q's watches (--reader-cache-bytes)", user), 1)
 	}
 	started = true
 	go w.run()
@@ -115,7 +121,7 @@ type watcher[P any] struct {
 	user       string
 	version    string // the API version the client watches, for the metrics
 	feed       *watchFeed[P]
-	start      *build[P]
+	startRV    string // the resourceVersion the watch starts at
 	initial    *batch
 	bookmarks  bool
 	initialEnd bool // send the bookmark that ends the initial events (sendInitialEvents=true)
@@ -123,9 +129,14 @@ type watcher[P any] struct {
 	skipThrough uint64
 
 	mu       sync.Mutex
-	queue    []*batch
+	queue    []*batch // each held (batch.hold) until sent or let go
 	fellBack bool
+	ended    bool // the watch ended: nothing more is queued
 	wake     chan struct{}
+	// cut is the batch that ends the watch at once (batch.drop), abort closed with it: a watch blocked sending to a
+	// client that does not read lets go of what it holds too.
+	cut   *batch
+	abort chan struct{}
 
 	result   chan watch.Event
 	done     chan struct{}
@@ -141,16 +152,28 @@ func (w *watcher[P]) Stop() { w.stopOnce.Do(func() { close(w.done) }) }
 // push queues a batch; called by the feed, which never waits for a watcher.
 func (w *watcher[P]) push(bt *batch) {
 	w.mu.Lock()
+	var let []*batch // what the watcher no longer holds
 	switch {
-	case w.fellBack:
+	case w.fellBack || w.ended:
 	case bt.end == nil && (len(w.queue) >= maxQueuedBatches ||
 		(len(w.queue) > 0 && bt.cycle >= w.queue[0].cycle+maxWatchLag)):
-		w.fellBack, w.queue = true, nil
+		w.fellBack, w.queue, let = true, nil, w.queue
 		watchesFellBehind.WithLabelValues(w.version).Inc()
+	case bt.drop:
+		w.queue, let = nil, w.queue
+		if w.cut == nil {
+			w.cut = bt
+			close(w.abort)
+			watchesOverBudget.WithLabelValues(w.version).Inc()
+		}
 	default:
+		bt.hold()
 		w.queue = append(w.queue, bt)
 	}
 	w.mu.Unlock()
+	for _, bt := range let {
+		bt.release()
+	}
 	select {
 	case w.wake <- struct{}{}:
 	default:
@@ -161,6 +184,7 @@ func (w *watcher[P]) run() {
 	// Deferred in this order so the slot is free by the time the client sees the channel close.
 	defer close(w.result)
 	defer w.res.watches.release(w.user, w.version)
+	defer w.letGo() // once off the feed: nothing more is queued
 	defer w.feed.remove(w)
 	defer func() {
 		if r := recover(); r != nil {
@@ -170,11 +194,38 @@ func (w *watcher[P]) run() {
 			w.send(watch.Event{Type: watch.Error, Object: statusOf(apierrors.NewInternalError(err))})
 		}
 	}()
-	if !w.sendBatch(w.initial, !w.initialEnd) {
+	w.serve()
+	w.mu.Lock()
+	cut := w.cut
+	w.mu.Unlock()
+	if cut != nil { // the client is told, however slowly it reads; nothing else is held meanwhile
+		for drained := false; !drained; { // events it has yet to read are moot: it lists again
+			select {
+			case <-w.result:
+			default:
+				drained = true
+			}
+		}
+		st := *cut.end
+		select {
+		case w.result <- watch.Event{Type: watch.Error, Object: &st}:
+		case <-w.done:
+		case <-w.ctx.Done():
+		case <-w.res.watches.stopping:
+		}
+	}
+}
+
+// serve sends the initial events, then the batches queued, until the watch ends.
+func (w *watcher[P]) serve() {
+	sent := w.sendBatch(w.initial, !w.initialEnd)
+	w.initial.release()
+	w.initial = nil
+	if !sent {
 		return
 	}
 	if w.initialEnd {
-		b := w.res.kind.empty("", "", w.start.rv)
+		b := w.res.kind.empty("", "", w.startRV)
 		if a, err := meta.Accessor(b); err == nil {
 			a.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
 		}
@@ -191,6 +242,8 @@ func (w *watcher[P]) run() {
 			return
 		case <-w.res.watches.stopping:
 			return
+		case <-w.abort:
+			return
 		}
 		w.mu.Lock()
 		queue, fellBack := w.queue, w.fellBack
@@ -201,14 +254,27 @@ func (w *watcher[P]) run() {
 				"the watch fell more than %d collections behind: list again", maxWatchLag)))})
 			return
 		}
-		for _, bt := range queue {
-			if bt.end == nil && bt.gen <= w.skipThrough {
-				continue
-			}
-			if !w.sendBatch(bt, true) {
+		for i, bt := range queue {
+			ok := (bt.end == nil && bt.gen <= w.skipThrough) || w.sendBatch(bt, true)
+			bt.release()
+			if !ok {
+				for _, rest := range queue[i+1:] {
+					rest.release()
+				}
 				return
 			}
 		}
+	}
+}
+
+// letGo lets go of the batches still queued when the watch ends.
+func (w *watcher[P]) letGo() {
+	w.mu.Lock()
+	queue := w.queue
+	w.queue, w.ended = nil, true
+	w.mu.Unlock()
+	for _, bt := range queue {
+		bt.release()
 	}
 }
 
@@ -243,6 +309,7 @@ func (w *watcher[P]) send(ev watch.Event) bool {
 	case <-w.done:
 	case <-w.ctx.Done():
 	case <-w.res.watches.stopping:
+	case <-w.abort:
 	}
 	return false
 }

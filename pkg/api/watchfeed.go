@@ -10,6 +10,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/authentication/user"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/klog/v2"
 
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
@@ -28,7 +30,10 @@ func newFeeds[P any](res *metricsREST[P]) *watchFeeds[P] {
 
 // feed follows storage's snapshots for every watcher of one selection: for each new snapshot it takes the
 // selection's shared build, computes the events from the previous one once, and queues that batch to every
-// watcher. Its goroutine runs while it has watchers.
+// watcher. Its goroutine runs while it has watchers. What it holds (the build it leads from, whether or not the
+// build cache still keeps it, and each batch until every watcher has sent it, with its encodings) is charged to
+// the users watching it (keeper): a user over its share has its watches of the feed ended with 410 Gone, so one
+// user's many watches, or slow ones, cost that user's share of the budget, not the server's memory.
 type watchFeed[P any] struct {
 	res  *metricsREST[P]
 	sel  scope
@@ -39,11 +44,15 @@ type watchFeed[P any] struct {
 	ctx  context.Context
 	stop context.CancelFunc
 
+	keep kept // held by the users of its watchers
+
 	mu       sync.Mutex
 	cur      *build[P] // the build the newest batch led to; nil until the first watcher made it
+	base     int64     // what keep is charged for cur's entries
 	ended    *batch    // the batch that ended the feed's watchers, for any that join after it
 	snap     storage.Snapshot
 	watchers map[*watcher[P]]struct{}
+	users    map[string]int // watchers by user
 }
 
 // join adds w to the feed of its selection, starting the feed when it is the first, and returns the build w
@@ -53,7 +62,8 @@ func (fs *watchFeeds[P]) join(ctx context.Context, w *watcher[P], sel scope) (*w
 	fs.mu.Lock()
 	f := fs.bySel[key]
 	if f == nil || f.gone {
-		f = &watchFeed[P]{res: fs.res, sel: sel, key: key, watchers: map[*watcher[P]]struct{}{}}
+		f = &watchFeed[P]{res: fs.res, sel: sel, key: key, watchers: map[*watcher[P]]struct{}{}, users: map[string]int{}}
+		f.keep = kept{user: w.user, drop: f.dropped}
 		f.ctx, f.stop = context.WithCancel(patient(context.Background()))
 		fs.bySel[key] = f
 	}
@@ -68,13 +78,18 @@ func (fs *watchFeeds[P]) join(ctx context.Context, w *watcher[P], sel scope) (*w
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	kp := fs.res.builds.keeper
+	kp.hold(&f.keep, w.user)
+	f.users[w.user]++
 	if f.cur == nil {
 		snap := fs.res.snaps.Latest()
 		b, err := fs.res.builds.get(ctx, snap, sel)
 		if err != nil {
+			f.leaveUser(w.user)
 			return nil, nil, err
 		}
 		f.cur, f.snap = b, snap
+		f.lead(b)
 		go f.run()
 	}
 	f.watchers[w] = struct{}{}
@@ -102,8 +117,72 @@ func (fs *watchFeeds[P]) leave(f *watchFeed[P]) {
 func (f *watchFeed[P]) remove(w *watcher[P]) {
 	f.mu.Lock()
 	delete(f.watchers, w)
+	f.leaveUser(w.user)
 	f.mu.Unlock()
 	f.res.feeds.leave(f)
+}
+
+// leaveUser counts one watcher of user fewer: its last lets go of the feed. f.mu is held.
+func (f *watchFeed[P]) leaveUser(user string) {
+	if f.users[user]--; f.users[user] <= 0 {
+		delete(f.users, user)
+		f.res.builds.keeper.unhold(&f.keep, user)
+	}
+}
+
+// lead charges the feed for leading from b, in place of the build it led from: its entries stay while the feed
+// holds b, whether or not the build cache keeps b. False when the keeper has no room: the feed must end.
+// f.mu is held.
+func (f *watchFeed[P]) lead(b *build[P]) bool {
+	kp := f.res.builds.keeper
+	kp.refund(&f.keep, f.base)
+	f.base = entryBytes(b.entries)
+	return kp.admit(&f.keep, f.base)
+}
+
+// charge charges bt, a watch's initial events, to the feed until it is sent; false when the keeper has no room.
+func (f *watchFeed[P]) charge(bt *batch) bool {
+	kp := f.res.builds.keeper
+	n := eventBytes(len(bt.events))
+	if !kp.admit(&f.keep, n) {
+		return false
+	}
+	bt.acct = &batchAccount{kp: kp, k: &f.keep, refs: 1}
+	bt.acct.add(n)
+	return true
+}
+
+// dropped ends the watches of user, which was made to let go of the feed to keep readers within their budget;
+// all of them when last.
+func (f *watchFeed[P]) dropped(user string, last bool) {
+	bt := &batch{drop: true, end: statusOf(apierrors.NewResourceExpired(
+		"the server keeps too much for this user's watches (--reader-cache-bytes): list again"))}
+	if last {
+		f.publish(bt, nil, nil)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for w := range f.watchers {
+		if w.user == user {
+			w.push(bt)
+		}
+	}
+}
+
+// anyUser is one of the users watching, whom the feed's builds are made for (the others then hold them too).
+func (f *watchFeed[P]) anyUser() (string, []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	users := make([]string, 0, len(f.users))
+	for u := range f.users {
+		users = append(users, u)
+	}
+	sort.Strings(users)
+	if len(users) == 0 {
+		return "", nil
+	}
+	return users[0], users
 }
 
 // run follows the snapshots until the feed has no watchers, the server shuts down, or the feed ends them all.
@@ -132,7 +211,8 @@ func (f *watchFeed[P]) run() {
 			f.publish(&batch{end: statusOf(err)}, nil, nil)
 			return
 		}
-		next, err := f.res.builds.get(f.ctx, snap, f.sel)
+		first, users := f.anyUser()
+		next, err := f.res.builds.get(genericapirequest.WithUser(f.ctx, &user.DefaultInfo{Name: first}), snap, f.sel)
 		if err != nil {
 			if f.ctx.Err() != nil {
 				return
@@ -141,12 +221,24 @@ func (f *watchFeed[P]) run() {
 			f.publish(&batch{end: statusOf(err)}, nil, nil)
 			return
 		}
+		kp := f.res.builds.keeper
+		for _, u := range users {
+			kp.hold(&next.keep, u)
+		}
 		f.mu.Lock()
 		prev := f.cur
+		led := f.lead(next)
 		f.mu.Unlock()
-		bt := diff(prev.entries, next, nil)
+		bt := diff(prev.entries, next, nil, &batchAccount{kp: kp, k: &f.keep, refs: 1})
 		bt.cycle = snap.Health().Cycles
+		if !led || !kp.admit(&f.keep, eventBytes(len(bt.events))) {
+			bt.release()
+			f.dropped("", true)
+			return
+		}
+		bt.acct.add(eventBytes(len(bt.events)))
 		f.publish(bt, next, snap)
+		bt.release() // the feed's own reference: the watchers that queued it hold theirs
 	}
 }
 
@@ -177,8 +269,8 @@ func (f *watchFeed[P]) publish(bt *batch, next *build[P], snap storage.Snapshot)
 // MODIFIED for those whose values or labels changed, DELETED for those of prev not in cur (each a copy at cur's
 // resourceVersion), and DELETED by key alone for gone: objects deleted since, that a resuming watch must still be
 // told of. Both entry lists are sorted, so this is one merge, with no map of either.
-func diff[P any](prev []entry[P], cur *build[P], gone []object) *batch {
-	items, _ := cur.watchItems()
+func diff[P any](prev []entry[P], cur *build[P], gone []object, acct *batchAccount) *batch {
+	item := cur.batchItems(acct)
 	k, next := cur.res.kind, cur.entries
 	var events []watch.Event
 	i, j := 0, 0
@@ -189,11 +281,11 @@ func diff[P any](prev []entry[P], cur *build[P], gone []object) *batch {
 				Object: &watchItem[P]{res: cur.res, e: &prev[i], rv: cur.rv, created: cur.created}})
 			i++
 		case i == len(prev) || next[j].less(&prev[i].object):
-			events = append(events, watch.Event{Type: watch.Added, Object: items[j]})
+			events = append(events, watch.Event{Type: watch.Added, Object: item(j)})
 			j++
 		default:
 			if !k.same(&prev[i].point, &next[j].point) || !maps.Equal(prev[i].labels, next[j].labels) {
-				events = append(events, watch.Event{Type: watch.Modified, Object: items[j]})
+				events = append(events, watch.Event{Type: watch.Modified, Object: item(j)})
 			}
 			i++
 			j++
@@ -206,7 +298,7 @@ func diff[P any](prev []entry[P], cur *build[P], gone []object) *batch {
 		}
 		events = append(events, watch.Event{Type: watch.Deleted, Object: k.empty(o.namespace, o.name, cur.rv)})
 	}
-	return &batch{rv: cur.rv, gen: cur.generation, events: events}
+	return &batch{rv: cur.rv, gen: cur.generation, events: events, acct: acct}
 }
 
 // gone returns the objects of snap within sel's namespace and field selector that no longer exist (deleted, or a

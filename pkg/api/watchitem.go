@@ -2,6 +2,7 @@ package api
 
 import (
 	"io"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -48,6 +49,73 @@ type batch struct {
 	events []watch.Event
 	// end, when set, ends every watcher with this ERROR event's status (a source down for --stale-after, say).
 	end *metav1.Status
+	// drop, with end, ends the watchers at once: what they have queued is let go, not sent first.
+	drop bool
+	// acct is what a feed's batch is charged to while watchers hold it; nil for a batch of one watch.
+	acct *batchAccount
+}
+
+// batchAccount charges a feed's batch to the feed (keeper) from when it is published until the last watcher that
+// queued it has sent it or let it go, with the encodings of its events as they are made meanwhile; an encoding made
+// later (the handler encodes what a watcher sent) is the handler's, not the feed's.
+type batchAccount struct {
+	kp *keeper
+	k  *kept
+
+	mu    sync.Mutex
+	bytes int64 // charged to k, refunded when the last reference goes
+	refs  int   // the feed's, while it publishes, and each watcher's that queued the batch
+}
+
+// add counts n bytes already admitted to the feed as the batch's.
+func (a *batchAccount) add(n int64) {
+	a.mu.Lock()
+	a.bytes += n
+	a.mu.Unlock()
+}
+
+// charge charges an encoding of n bytes of one of the batch's events, unless the batch was let go.
+func (a *batchAccount) charge(n int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.refs > 0 {
+		a.bytes += int64(n)
+		a.kp.charge(a.k, int64(n))
+	}
+}
+
+// hold adds a reference: a watcher queued the batch.
+func (bt *batch) hold() {
+	if bt.acct != nil {
+		bt.acct.mu.Lock()
+		bt.acct.refs++
+		bt.acct.mu.Unlock()
+	}
+}
+
+// release drops a reference: the last one refunds what the batch was charged.
+func (bt *batch) release() {
+	if a := bt.acct; a != nil {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.refs--; a.refs == 0 {
+			a.kp.refund(a.k, a.bytes)
+		}
+	}
+}
+
+// batchItems returns the entry at an index as a feed's batch carries it: made for the batch, its encodings charged
+// to acct. Without acct (a batch of one watch), the build's own (watchItems).
+func (b *build[P]) batchItems(acct *batchAccount) func(int) *watchItem[P] {
+	if acct == nil {
+		items, _ := b.watchItems()
+		return func(i int) *watchItem[P] { return items[i] }
+	}
+	return func(i int) *watchItem[P] {
+		item := &watchItem[P]{res: b.res, e: &b.entries[i], rv: b.rv, created: b.created}
+		item.enc.charge = acct.charge
+		return item
+	}
 }
 
 // watchItems returns the entries as watch events carry them, and the ADDED batch of a watch starting here: kept in
@@ -59,7 +127,7 @@ func (b *build[P]) watchItems() ([]*watchItem[P], *batch) {
 		return b.events.items, b.events.added
 	}
 	kp := b.res.builds.keeper
-	keep := b.shared && kp.admit(&b.keep, eventBytes(b.entries))
+	keep := b.shared && kp.admit(&b.keep, eventBytes(len(b.entries)))
 	var charge func(int)
 	if keep {
 		charge = func(n int) { kp.charge(&b.keep, int64(n)) }
