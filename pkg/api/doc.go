@@ -12,6 +12,7 @@
 // data, after selectors.go has parsed the selection; build.go (bounded by buildlimit.go, what it keeps by keep.go's
 // budget in bytes) joins the informers' objects (kind.go) with that snapshot through the per-kind part in node.go
 // or pod.go, sorted; paginate.go cuts pages from it; encodings.go and table.go encode it once per format
-// (quantity.go writes CPU, memory and swap); watch.go, watchfeed.go, watchitem.go and watchhub.go turn successive
-// snapshots into events. health.go serves /readyz and /livez, monitoring.go the API's self-metrics.
+// (quantity.go writes CPU, memory and swap); watch.go starts a watch, watchfeed.go follows successive snapshots
+// for a selection's watchers, watchdiff.go turns two builds into events, watchitem.go is what they carry, watcher.go
+// sends them, watchhub.go bounds watches. health.go serves /readyz and /livez, monitoring.go the API's self-metrics.
 package api
