@@ -51,9 +51,15 @@ func TestRestartsAndTimes(t *testing.T) {
 			wantOK: true, wantCPU: 100_000_000},
 		{name: "a start time past int64 nanoseconds is invalid, not a start 5 s before the sample",
 			// Read as a start at 10 s it made a zero point there: 3,600 core-seconds in 5 s, 720 cores.
-			steps: []step{{at: 0, start: old, cpu: 3599}, {at: 15 * sec, start: wrapsTo(at(10 * sec)), cpu: 3600}},
-			// The start went from known to unknown: a restart, so one sample and nothing served.
-			wantOK: false, wantInvalidStart: 1},
+			steps: []step{{at: 0, start: old, cpu: 3599}, {at: 15 * sec, start: wrapsTo(at(10 * sec)), cpu: 3600.5}},
+			// The start went from known to unknown: the series goes on.
+			wantOK: true, wantCPU: 100_000_000, wantInvalidStart: 1},
+		{name: "a start time that goes from known to unknown (no longer reported) keeps the series",
+			steps:  []step{{at: 0, start: old, cpu: 3600}, {at: 15 * sec, cpu: 3601.5}},
+			wantOK: true, wantCPU: 100_000_000},
+		{name: "a known start time that changed while unknown meanwhile starts afresh",
+			steps:  []step{{at: 0, start: old, cpu: 3600}, {at: 15 * sec, cpu: 3601.5}, {at: 30 * sec, start: fresh, cpu: 2}},
+			wantOK: false},
 		{name: "an invalid start time kept serves the counter's rate",
 			steps:  []step{{at: 0, start: wrapsTo(at(-sec)), cpu: 3600}, {at: 15 * sec, start: wrapsTo(at(10 * sec)), cpu: 3601.5}},
 			wantOK: true, wantCPU: 100_000_000, wantInvalidStart: 2},

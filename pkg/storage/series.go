@@ -22,7 +22,7 @@ type series struct {
 
 	kind   CPUKind
 	window time.Duration // of CPURate samples
-	start  int64         // start time of the newest sample, Unix nanoseconds; 0 when unknown
+	start  int64         // the last known start time of its samples, Unix nanoseconds; 0 when none was known
 	seen   int64         // when the series last received a new sample, on storage's clock (Storage.mono)
 	batch  uint64        // sequence number of the newest Append that reported this series
 	bad    bool          // the newest report was rejected: serve nothing rather than an older value
@@ -72,10 +72,11 @@ func (s *series) add(p point, start int64, kind CPUKind, window time.Duration, p
 	if s.n > 0 {
 		last := s.newest()
 		switch {
-		case start != s.start, kind != s.kind:
-			// A restart: any change of the start time, forward or back (two instances of one pod name alternate
-			// after a force-delete and re-create on one node: a rate across their counters was 240 cores), or a
-			// change of source. Known to unknown and back counts too: one instance's start may be garbage.
+		case start != 0 && s.start != 0 && start != s.start, kind != s.kind:
+			// A restart: any change of a known start time, forward or back (two instances of one pod name
+			// alternate after a force-delete and re-create on one node: a rate across their counters was 240
+			// cores), or a change of source. A start time no longer known (not reported, or invalid) is no
+			// restart: the series goes on, compared with the last known one; a counter that went back still is.
 			s.reset()
 		case p.ts == last.ts:
 			return false // a repeat: the kubelet served the same stats again
@@ -87,7 +88,10 @@ func (s *series) add(p point, start int64, kind CPUKind, window time.Duration, p
 			s.reset()
 		}
 	}
-	s.kind, s.window, s.start = kind, window, start
+	s.kind, s.window = kind, window
+	if start != 0 {
+		s.start = start
+	}
 	if s.n == 0 && kind == CPUCumulative && prevBatch != 0 && start > prevBatch && start < p.ts {
 		s.push(point{ts: start})
 	}

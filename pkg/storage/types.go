@@ -49,9 +49,9 @@ const (
 type Sample struct {
 	// Timestamp is the source's own sample time (the kubelet's stats time, Prometheus' evaluation time).
 	Timestamp time.Time
-	// StartTime is when the container or node started; zero when unknown. Any change of it (forward or back) is a
-	// restart and starts the series afresh; one after Timestamp, or more than MaxStartAge before it, is invalid and
-	// read as unknown (Rejection.InvalidStart).
+	// StartTime is when the container or node started; zero when unknown. Any change of a known one (forward or
+	// back, from the last known) is a restart and starts the series afresh; unknown is no restart. One after
+	// Timestamp, or more than MaxStartAge before it, is invalid and read as unknown (Rejection.InvalidStart).
 	StartTime time.Time
 	// CPU is core-seconds (CPUCumulative) or cores (CPURate).
 	CPU float64
