@@ -56,8 +56,9 @@ type build[P any] struct {
 	shared bool
 	keep   kept
 
-	fullMu sync.Mutex
-	full   runtime.Object // the shared list, once built, until the next collection lands
+	fullMu   sync.Mutex
+	full     runtime.Object // the shared list, once built, until the next collection lands
+	fullKept *shared        // what full is charged
 
 	// events are the entries as watch events carry them, made for the first watch that needs them; like full,
 	// let go once a newer collection lands (feeds and queued batches keep what they still send).
@@ -73,7 +74,8 @@ type build[P any] struct {
 
 type buildEvents[P any] struct {
 	items []*watchItem[P]
-	added *batch // ADDED for every entry: the initial events of a watch starting here
+	added *batch  // ADDED for every entry: the initial events of a watch starting here
+	kept  *shared // what they are charged
 }
 
 // fullList returns the list of every entry, shared by the requests of this build, built and encoded once, when the
@@ -94,22 +96,34 @@ func (b *build[P]) fullList(ctx context.Context) (runtime.Object, error) {
 	}
 	defer release()
 	list := b.res.kind.list(b.entries, b.rv, b.created)
-	if !b.shared || !b.res.builds.keeper.admit(&b.keep, listBytes(b.entries)) {
+	n := listBytes(b.entries)
+	if !b.shared || !b.res.builds.keeper.admit(&b.keep, n) {
 		return list, nil // this request's alone
 	}
-	b.full = b.res.builds.chargeEncodings(b, b.res.kind.shared(list), nil)
+	b.fullKept = &shared{bytes: n}
+	b.full = b.res.builds.chargeEncodings(b, b.res.kind.shared(list), b.fullKept)
 	return b.full, nil
 }
 
-// shed lets go of what the build shares beyond its entries: its full list, watch events and pages.
+// shed lets go of what the build shares beyond its entries: its full list, watch events and pages. Requests that
+// still have them encode them uncharged: the build's account no longer counts them (keeper.shrink, forget).
 func (b *build[P]) shed() {
 	b.fullMu.Lock()
-	b.full = nil
+	if b.fullKept != nil {
+		b.fullKept.letGo()
+	}
+	b.full, b.fullKept = nil, nil
 	b.fullMu.Unlock()
 	b.eventsMu.Lock()
+	if b.events != nil {
+		b.events.kept.letGo()
+	}
 	b.events = nil
 	b.eventsMu.Unlock()
 	b.pagesMu.Lock()
+	for _, p := range b.pages {
+		p.letGo()
+	}
 	b.pages, b.order, b.pageItems, b.old = nil, nil, 0, true
 	b.pagesMu.Unlock()
 }
@@ -327,16 +341,11 @@ func (c *buildCache[P]) evict(b *build[P]) {
 	b.shed()
 }
 
-// chargeEncodings makes the encodings of obj, a list or page shared by b's readers, charged to b (and to page,
-// when obj is one); obj is returned.
-func (c *buildCache[P]) chargeEncodings(b *build[P], obj runtime.Object, page *shared) runtime.Object {
+// chargeEncodings makes the encodings of obj, a list or page shared by b's readers (kept as p), charged to b
+// while b keeps it; obj is returned.
+func (c *buildCache[P]) chargeEncodings(b *build[P], obj runtime.Object, p *shared) runtime.Object {
 	if e, ok := obj.(interface{ encodingsOf() *encodings }); ok {
-		e.encodingsOf().charge = func(n int) {
-			if page != nil {
-				page.bytes.Add(int64(n))
-			}
-			c.keeper.charge(&b.keep, int64(n))
-		}
+		e.encodingsOf().charge = func(n int) { p.charge(c.keeper, &b.keep, int64(n)) }
 	}
 	return obj
 }

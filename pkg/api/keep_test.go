@@ -3,11 +3,13 @@ package api
 import (
 	"context"
 	"fmt"
+	"io"
 	"runtime"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
@@ -186,5 +188,44 @@ func TestSharedBuildChargedToItsReaders(t *testing.T) {
 	if alice > total/2+1 || alice < alone/2 {
 		t.Errorf("alice, who made the build bob read, is charged %d bytes of %d kept (%d before bob read), want half",
 			alice, total, alone)
+	}
+}
+
+// TestRefundedPageChargesNoMore: a shared page let go of (more pages than maxSharedPageItems) is refunded, and an
+// encoding of it made afterwards, by a request that still has it, is not charged: what is kept does not grow for
+// bytes nobody keeps.
+func TestRefundedPageChargesNoMore(t *testing.T) {
+	_, _, s, _ := hookedPods(t, 2000)
+	s.builds.keeper = newKeeper(64 << 20)
+	ctx := asUser("alice")
+	opts := listOpts(t, "", "")
+	opts.Limit = smallPage
+	first, err := s.List(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := first.(kruntime.CacheableObject); !ok {
+		t.Fatalf("the first page is not shared: %T", first)
+	}
+	for limit := int64(smallPage - 1); limit > smallPage-4; limit-- { // three page-throughs let it go
+		opts := listOpts(t, "", "")
+		opts.Limit = limit
+		for {
+			obj, err := s.List(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if opts.Continue = podList(t, obj).Continue; opts.Continue == "" {
+				break
+			}
+		}
+	}
+	before, _ := s.builds.keeper.usage("")
+	encode := func(_ kruntime.Object, w io.Writer) error { _, err := w.Write(make([]byte, 100_000)); return err }
+	if err := first.(kruntime.CacheableObject).CacheEncode("test", encode, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := s.builds.keeper.usage(""); after != before {
+		t.Errorf("encoding a page let go of charged %d bytes (%d kept before, %d after)", after-before, before, after)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -194,10 +193,31 @@ func (s *metricsREST[P]) cut(b *build[P], start, end int) (runtime.Object, error
 
 // shared is one object shared between requests, made by the first.
 type shared struct {
-	once  sync.Once
-	obj   runtime.Object
-	err   error
-	bytes atomic.Int64 // charged to its build: the estimate, then its encodings
+	once sync.Once
+	obj  runtime.Object
+	err  error
+
+	mu    sync.Mutex
+	bytes int64 // charged to its build: the estimate, then its encodings
+	gone  bool  // let go of by its build: encodings made later, by requests that still have it, are theirs
+}
+
+// charge charges an encoding of n bytes to the build's account k, unless the build let go of the object.
+func (p *shared) charge(kp *keeper, k *kept, n int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.gone {
+		p.bytes += n
+		kp.charge(k, n)
+	}
+}
+
+// letGo marks p let go of and returns the bytes it was charged, for a refund.
+func (p *shared) letGo() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.gone = true
+	return p.bytes
 }
 
 // sharedPage returns the page of entries [start, end), made by make for the first request that asks: make gets the
@@ -213,14 +233,13 @@ func (b *build[P]) sharedPage(start, end int, make func(*shared) (runtime.Object
 		}
 		for b.pageItems+end-start > maxSharedPageItems && len(b.order) > 0 {
 			old := b.order[0]
-			kp.refund(&b.keep, b.pages[old].bytes.Load())
+			kp.refund(&b.keep, b.pages[old].letGo())
 			delete(b.pages, old)
 			b.pageItems -= old[1] - old[0]
 			b.order = b.order[1:]
 		}
 		if n := listBytes(b.entries[start:end]); kp.admit(&b.keep, n) {
-			p = &shared{}
-			p.bytes.Store(n)
+			p = &shared{bytes: n}
 			b.pages[key] = p
 			b.order = append(b.order, key)
 			b.pageItems += end - start

@@ -127,10 +127,13 @@ func (b *build[P]) watchItems() ([]*watchItem[P], *batch) {
 		return b.events.items, b.events.added
 	}
 	kp := b.res.builds.keeper
-	keep := b.shared && kp.admit(&b.keep, eventBytes(len(b.entries)))
+	n := eventBytes(len(b.entries))
+	keep := b.shared && kp.admit(&b.keep, n)
 	var charge func(int)
+	var kept *shared
 	if keep {
-		charge = func(n int) { kp.charge(&b.keep, int64(n)) }
+		kept = &shared{bytes: n}
+		charge = func(n int) { kept.charge(kp, &b.keep, int64(n)) }
 	}
 	items := make([]*watchItem[P], len(b.entries))
 	events := make([]watch.Event, len(b.entries))
@@ -139,7 +142,7 @@ func (b *build[P]) watchItems() ([]*watchItem[P], *batch) {
 		items[i].enc.charge = charge
 		events[i] = watch.Event{Type: watch.Added, Object: items[i]}
 	}
-	ev := &buildEvents[P]{items: items, added: &batch{rv: b.rv, events: events}}
+	ev := &buildEvents[P]{items: items, added: &batch{rv: b.rv, events: events}, kept: kept}
 	if keep {
 		b.events = ev
 	}
