@@ -44,6 +44,7 @@ func New(o Options) (*Adapter, error) {
 	}
 	q, err := compile(cfg.ResourceRules)
 	if err != nil {
+		//lint:ignore ST1005 Prometheus is a proper noun
 		return nil, fmt.Errorf("Prometheus config: %w", err)
 	}
 	c, err := newClient(o.ClientOptions)

@@ -102,6 +102,7 @@ func LoadConfig(path string) (*Config, error) {
 	}
 	cfg, err := ParseConfig(data)
 	if err != nil {
+		//lint:ignore ST1005 Prometheus is a proper noun
 		return nil, fmt.Errorf("Prometheus config %s: %w", path, err)
 	}
 	if n := len(cfg.Rules) + len(cfg.ExternalRules); n > 0 {
