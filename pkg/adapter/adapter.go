@@ -38,7 +38,7 @@ type Adapter struct {
 // New loads and checks the config and builds the HTTP client: every problem is reported here, at start-up.
 func New(o Options) (*Adapter, error) {
 	registerMetrics()
-	cfg, err := LoadConfig(o.ConfigFile)
+	cfg, err := loadConfig(o.ConfigFile)
 	if err != nil {
 		return nil, err
 	}
