@@ -38,12 +38,13 @@ type Adapter struct {
 // New loads and checks the config and builds the HTTP client: every problem is reported here, at start-up.
 func New(o Options) (*Adapter, error) {
 	registerMetrics()
-	cfg, err := LoadConfig(o.ConfigFile)
+	cfg, err := loadConfig(o.ConfigFile)
 	if err != nil {
 		return nil, err
 	}
 	q, err := compile(cfg.ResourceRules)
 	if err != nil {
+		//lint:ignore ST1005 Prometheus is a proper noun
 		return nil, fmt.Errorf("Prometheus config: %w", err)
 	}
 	c, err := newClient(o.ClientOptions)

@@ -133,10 +133,12 @@ func newClient(o ClientOptions) (*client, error) {
 		}
 	}
 	if err := cfg.Validate(); err != nil {
+		//lint:ignore ST1005 Prometheus is a proper noun
 		return nil, fmt.Errorf("Prometheus client config: %w", err)
 	}
 	hc, err := pconfig.NewClientFromConfig(cfg, "metrics-ring")
 	if err != nil {
+		//lint:ignore ST1005 Prometheus is a proper noun
 		return nil, fmt.Errorf("Prometheus client: %w", err)
 	}
 	return &client{endpoint: strings.TrimSuffix(u.String(), "/") + "/api/v1/query", http: hc, method: method,

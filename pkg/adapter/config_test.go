@@ -27,7 +27,7 @@ func TestRealConfigsRenderValidClusterWidePromQL(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
-			cfg, err := LoadConfig(filepath.Join("testdata", tc.file))
+			cfg, err := loadConfig(filepath.Join("testdata", tc.file))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,7 +52,7 @@ func TestRealConfigsRenderValidClusterWidePromQL(t *testing.T) {
 
 func TestInvalidYAMLIsAnErrorNamingTheLine(t *testing.T) {
 	// The sample config as shipped is not valid YAML (see testdata/README.md); prometheus-adapter rejects it too.
-	_, err := LoadConfig(filepath.Join("testdata", "sample-config-custom-rules.yaml"))
+	_, err := loadConfig(filepath.Join("testdata", "sample-config-custom-rules.yaml"))
 	if err == nil || !strings.Contains(err.Error(), "sample-config-custom-rules.yaml") || !strings.Contains(err.Error(), "line 29") {
 		t.Fatalf("error = %v, want one naming the file and the line", err)
 	}
@@ -98,7 +98,7 @@ func TestConfigErrorsNameTheProblem(t *testing.T) {
 }
 
 func TestLabelMappingFromTemplateAndPluralOverrides(t *testing.T) {
-	m := &ResourceMapping{Template: "kube_<<.Resource>>", Overrides: map[string]GroupResource{
+	m := &resourceMapping{Template: "kube_<<.Resource>>", Overrides: map[string]groupResource{
 		"exported_pod": {Resource: "pods"}, "a_pod": {Resource: "pod"}, "x": {Group: "apps", Resource: "pod"}}}
 	for resource, want := range map[string]string{"pod": "a_pod", "namespace": "kube_namespace", "node": "kube_node"} {
 		for i := 0; i < 20; i++ { // map order varies between iterations; the answer must not
@@ -107,7 +107,7 @@ func TestLabelMappingFromTemplateAndPluralOverrides(t *testing.T) {
 			}
 		}
 	}
-	if _, err := labelFor(&ResourceMapping{}, "pod"); err == nil {
+	if _, err := labelFor(&resourceMapping{}, "pod"); err == nil {
 		t.Error("a mapping with neither template nor override must be an error")
 	}
 }
@@ -121,7 +121,7 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := ParseConfig(data)
+		cfg, err := parseConfig(data)
 		if err != nil {
 			return
 		}
@@ -131,7 +131,7 @@ func FuzzParseConfig(f *testing.F) {
 
 func TestPrometheusOverlayConfigIsTheDefaults(t *testing.T) {
 	// The ConfigMap an operator starts from must say what metrics-ring does without one.
-	cfg, err := LoadConfig(filepath.Join("..", "..", "manifests", "overlays", "prometheus", "configmap.yaml"))
+	cfg, err := loadConfig(filepath.Join("..", "..", "manifests", "overlays", "prometheus", "configmap.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

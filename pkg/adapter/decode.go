@@ -71,6 +71,7 @@ func decode(r io.Reader, status int) (model.Vector, []string, error) {
 		return nil, nil, logonly.Wrap(fmt.Errorf("HTTP %d: %w", status, errMalformed), "decodeError", err.Error())
 	}
 	if env.Status != "success" {
+		//lint:ignore ST1005 Prometheus is a proper noun
 		err := logonly.Wrap(fmt.Errorf("Prometheus answered HTTP %d: %s", status, word(env.ErrorType)),
 			"prometheusError", env.Error)
 		if env.ErrorType == "timeout" {

@@ -46,7 +46,7 @@ type templateData struct {
 // <<.LabelMatchers>> as a per-pod name list (which grows into 414s on big namespaces); metrics-ring asks for every
 // object at once, so LabelMatchers only requires the naming labels to be present: `namespace!="",pod!=""` or
 // `node!=""`. That keeps `{<<.LabelMatchers>>,container!=""}` valid PromQL.
-func compile(r *ResourceRules) (*queries, error) {
+func compile(r *resourceRules) (*queries, error) {
 	window, err := r.window()
 	if err != nil {
 		return nil, err
@@ -55,7 +55,7 @@ func compile(r *ResourceRules) (*queries, error) {
 	for _, c := range []struct {
 		out      *query
 		name     string
-		rule     *ResourceRule
+		rule     *resourceRule
 		template string
 		node     bool
 	}{
@@ -89,7 +89,7 @@ func compile(r *ResourceRules) (*queries, error) {
 	return &q, nil
 }
 
-func compileOne(name string, rule *ResourceRule, text string, node bool) (*query, error) {
+func compileOne(name string, rule *resourceRule, text string, node bool) (*query, error) {
 	if strings.TrimSpace(text) == "" {
 		return nil, fmt.Errorf("%s query is empty", name)
 	}
@@ -159,7 +159,7 @@ func longestRange(expr parser.Expr) time.Duration {
 
 // labelFor finds the Prometheus label naming a resource: an override naming it (the alphabetically first, so the
 // mapping is the same at every start, unlike prometheus-adapter's map order), else the rendered template.
-func labelFor(m *ResourceMapping, resource string) (string, error) {
+func labelFor(m *resourceMapping, resource string) (string, error) {
 	var found []string
 	for label, gr := range m.Overrides {
 		if (gr.Group == "" || gr.Group == "core") && singular(gr.Resource) == resource {

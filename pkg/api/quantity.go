@@ -44,17 +44,3 @@ func uint64Quantity(v uint64, format resource.Format, scale resource.Scale) reso
 // cpuCell and memoryCell print quantities as `kubectl top` does: millicores rounded up, whole mebibytes.
 func cpuCell(q resource.Quantity) string    { return fmt.Sprintf("%dm", q.MilliValue()) }
 func memoryCell(q resource.Quantity) string { return fmt.Sprintf("%dMi", q.Value()/(1024*1024)) }
-
-// sameUsage reports whether two usages hold equal quantities of the same resources.
-func sameUsage(a, b corev1.ResourceList) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for name, qa := range a {
-		qb, ok := b[name]
-		if !ok || qa.Cmp(qb) != 0 {
-			return false
-		}
-	}
-	return true
-}

@@ -67,21 +67,6 @@ func (s selectors) matchFields(namespace, name string) bool {
 	return s.fields.Matches(set)
 }
 
-// selectorKey identifies a list request's selectors, for sharing lists between requests.
-func selectorKey(opts *metainternalversion.ListOptions) string {
-	if opts == nil {
-		return ""
-	}
-	var l, f string
-	if opts.LabelSelector != nil {
-		l = opts.LabelSelector.String()
-	}
-	if opts.FieldSelector != nil {
-		f = opts.FieldSelector.String()
-	}
-	return l + "\x00" + f
-}
-
 func contains(list []string, s string) bool {
 	for _, v := range list {
 		if v == s {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -116,10 +117,8 @@ type Deps struct {
 	NodeSelector labels.Requirements
 	// InformersSynced reports whether the node and pod informers have synced; nil means always.
 	InformersSynced func() bool
-	// Resolution and Timeout (collection interval and per-request timeout) bound the liveness check.
-	Resolution, Timeout time.Duration
-	// Now is the clock of the health checks (default time.Now).
-	Now func() time.Time
+	// Collection is the collection loop, whose policy /readyz and /livez ask.
+	Collection Collection
 	// MaxWatches bounds the watches open at once (default DefaultMaxWatches).
 	MaxWatches int
 	// MaxWatchesPerUser bounds one user's watches open at once; 0 means no per-user bound.
@@ -162,7 +161,10 @@ func NewServer(cfg *genericapiserver.Config, d Deps) (*genericapiserver.GenericA
 	if err := s.InstallAPIGroup(&info); err != nil {
 		return nil, fmt.Errorf("installing metrics.k8s.io: %w", err)
 	}
-	h := newHealthChecks(d.Snapshots, d.InformersSynced, d.Resolution, d.Timeout, d.Now)
+	if d.Collection == nil {
+		return nil, errors.New("creating the API server: the collection loop is required for /readyz and /livez")
+	}
+	h := newHealthChecks(d.Collection, d.InformersSynced)
 	if err := s.AddReadyzChecks(h.readyz()...); err != nil {
 		return nil, fmt.Errorf("adding readyz checks: %w", err)
 	}

@@ -44,6 +44,7 @@ type Loop struct {
 	store    *storage.Storage
 	opts     Options
 	duration *metrics.Histogram
+	started  time.Time // when the loop was built: Live's grace before the first cycle counts from it
 
 	// warmed is the newest batch of each key the warm-up collected, copied, for the first cycle (Warm).
 	warmMu sync.Mutex
@@ -76,7 +77,7 @@ func New(src Source, store *storage.Storage, o Options) (*Loop, error) {
 	if o.PublishEvery == 0 {
 		o.PublishEvery = storage.MinPublishInterval
 	}
-	return &Loop{src: src, store: store, opts: o, duration: durationOf(o.Source)}, nil
+	return &Loop{src: src, store: store, opts: o, duration: durationOf(o.Source), started: o.Now()}, nil
 }
 
 // Run collects once at once, then every Resolution until ctx is done. A cycle that overruns the resolution delays

@@ -51,9 +51,9 @@ var (
 	registerOnce sync.Once
 )
 
-// RegisterMetrics registers the scraper's metrics in the component-base legacy registry. It is safe to call more
+// registerMetrics registers the scraper's metrics in the component-base legacy registry. It is safe to call more
 // than once; New calls it.
-func RegisterMetrics() {
+func registerMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(scrapeDuration, requestsTotal, invalidSamples, nodeUp, cyclePanics)
 	})

@@ -78,7 +78,7 @@ func New(o Options, nodes NodeLister) (*Scraper, error) {
 	if err != nil {
 		return nil, err
 	}
-	RegisterMetrics()
+	registerMetrics()
 	klog.InfoS("Kubelet source configured", "timeout", o.Timeout, "concurrency", o.Concurrency,
 		"nodeSelector", o.NodeSelector.String())
 	return &Scraper{opts: o, nodes: nodes, client: c, states: make(map[string]*nodeState),
@@ -285,8 +285,8 @@ func (s *Scraper) failed(node string, st *nodeState, err error) {
 	st.panicking = panicked
 }
 
-// CycleError is a cycle's error: which nodes failed and why. Unwrap gives every node's error.
-type CycleError struct {
+// cycleError is a cycle's error: which nodes failed and why. Unwrap gives every node's error.
+type cycleError struct {
 	Nodes int     // nodes in the cycle
 	Errs  []error // one per failed node
 }
@@ -294,7 +294,7 @@ type CycleError struct {
 // maxListed is how many node errors the message spells out.
 const maxListed = 3
 
-func (e *CycleError) Error() string {
+func (e *cycleError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d of %d nodes failed: ", len(e.Errs), e.Nodes)
 	for i, err := range e.Errs[:min(len(e.Errs), maxListed)] {
@@ -309,9 +309,9 @@ func (e *CycleError) Error() string {
 	return b.String()
 }
 
-func (e *CycleError) Unwrap() []error { return e.Errs }
+func (e *cycleError) Unwrap() []error { return e.Errs }
 
-func summarize(nodes []*corev1.Node, errs []error) *CycleError {
+func summarize(nodes []*corev1.Node, errs []error) *cycleError {
 	var failed []error
 	for _, err := range errs {
 		if err != nil {
@@ -321,11 +321,11 @@ func summarize(nodes []*corev1.Node, errs []error) *CycleError {
 	if len(failed) == 0 {
 		return nil
 	}
-	return &CycleError{Nodes: len(nodes), Errs: failed}
+	return &cycleError{Nodes: len(nodes), Errs: failed}
 }
 
-// errOrNil keeps a nil *CycleError from becoming a non-nil error.
-func errOrNil(e *CycleError) error {
+// errOrNil keeps a nil *cycleError from becoming a non-nil error.
+func errOrNil(e *cycleError) error {
 	if e == nil {
 		return nil
 	}

@@ -150,10 +150,6 @@ func badLinesOf(body []byte) []int {
 	return bad
 }
 
-func sameFloat(a, b float64) bool {
-	return a == b && math.Signbit(a) == math.Signbit(b) || math.IsNaN(a) && math.IsNaN(b)
-}
-
 // diffBatch describes how got differs from want, or returns "".
 func diffBatch(got, want *storage.Batch) string {
 	sample := func(s storage.Sample) string {

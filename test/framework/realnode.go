@@ -261,6 +261,7 @@ func (n *RealNode) startKubelet(ctx context.Context, cp *ControlPlane, kubelet s
 		for _, c := range node.Status.Conditions {
 			if c.Type == corev1.NodeReady {
 				if c.Status != corev1.ConditionTrue {
+					//lint:ignore ST1005 Ready is the node condition's name
 					return false, fmt.Errorf("Ready is %s: %s", c.Status, c.Message)
 				}
 				return true, nil

@@ -14,6 +14,7 @@ import (
 	"k8s.io/component-base/metrics"
 
 	"github.com/metrics-ring/metrics-ring/pkg/api"
+	"github.com/metrics-ring/metrics-ring/pkg/collect"
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
@@ -96,20 +97,11 @@ func (o *Options) Complete(changed func(name string) bool) {
 	if o.StaleAfter == 0 {
 		o.StaleAfter = storage.DefaultStaleAfter(o.MetricResolution)
 	}
-	fitTimeout(&o.Kubelet.RequestTimeout, o.MetricResolution, changed("kubelet-request-timeout"))
-	fitTimeout(&o.Prometheus.QueryTimeout, o.MetricResolution, changed("prometheus-query-timeout"))
-}
-
-// maxTimeout is the longest request timeout a resolution allows: metrics-server requires the kubelet request
-// timeout below 90% of the resolution, and the Prometheus source follows the same rule.
-func maxTimeout(resolution time.Duration) time.Duration { return resolution * 9 / 10 }
-
-// fitTimeout shortens a default timeout to fit a short resolution, so --metric-resolution=1s just works; a timeout
-// that was given is left as it is, for Validate to judge.
-func fitTimeout(timeout *time.Duration, resolution time.Duration, given bool) {
-	if limit := maxTimeout(resolution); !given && limit > 0 && *timeout > limit {
-		*timeout = limit
-	}
+	// The collection loop owns the cadence: a default timeout shrinks to fit a short resolution.
+	o.Kubelet.RequestTimeout = collect.FitTimeout(o.Kubelet.RequestTimeout, o.MetricResolution,
+		changed("kubelet-request-timeout"))
+	o.Prometheus.QueryTimeout = collect.FitTimeout(o.Prometheus.QueryTimeout, o.MetricResolution,
+		changed("prometheus-query-timeout"))
 }
 
 // Validate reports every invalid flag.
@@ -125,7 +117,7 @@ func (o *Options) Validate() []error {
 	if o.MetricResolution < time.Second {
 		errs = append(errs, fmt.Errorf("metric-resolution should be a time duration at least 1s, but value %v provided", o.MetricResolution))
 	}
-	if maxTimeout(o.MetricResolution) < o.Kubelet.RequestTimeout {
+	if collect.MaxTimeout(o.MetricResolution) < o.Kubelet.RequestTimeout {
 		errs = append(errs, fmt.Errorf("metric-resolution should be larger than kubelet-request-timeout, but metric-resolution value %v kubelet-request-timeout value %v provided", o.MetricResolution, o.Kubelet.RequestTimeout))
 	}
 	if o.History < storage.MinHistory {

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -97,7 +96,7 @@ func Wire(o *Options, client kubernetes.Interface, restConfig *rest.Config) (*Wi
 	if err != nil {
 		return nil, err
 	}
-	src, timeout, err := newSource(o, so, nodes.Lister())
+	src, err := newSource(o, so, nodes.Lister())
 	if err != nil {
 		return nil, err
 	}
@@ -117,8 +116,7 @@ func Wire(o *Options, client kubernetes.Interface, restConfig *rest.Config) (*Wi
 		Pods:              pods,
 		NodeSelector:      requirements(so),
 		InformersSynced:   func() bool { return nodeInformer.HasSynced() && podInformer.HasSynced() },
-		Resolution:        o.MetricResolution,
-		Timeout:           timeout,
+		Collection:        loop,
 		MaxWatches:        o.MaxWatches,
 		MaxWatchesPerUser: o.MaxWatchesPerUser,
 		ReaderCacheBytes:  readerCacheBytes(o.ReaderCacheBytes, cgroupLimitFiles),
@@ -179,24 +177,24 @@ func (w *Wired) Run(ctx context.Context) error {
 	return w.Server.PrepareRun().RunWithContext(ctx)
 }
 
-// newSource builds the --source's collector and returns the timeout bounding one of its requests.
-func newSource(o *Options, so scraper.Options, nodes scraper.NodeLister) (collect.Source, time.Duration, error) {
+// newSource builds the --source's collector.
+func newSource(o *Options, so scraper.Options, nodes scraper.NodeLister) (collect.Source, error) {
 	if o.Source == SourcePrometheus {
 		ao, err := o.Prometheus.adapterOptions()
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		a, err := adapter.New(ao)
 		if err != nil {
-			return nil, 0, fmt.Errorf("building the Prometheus source: %w", err)
+			return nil, fmt.Errorf("building the Prometheus source: %w", err)
 		}
-		return a, o.Prometheus.QueryTimeout, nil
+		return a, nil
 	}
 	s, err := scraper.New(so, nodes)
 	if err != nil {
-		return nil, 0, fmt.Errorf("building the kubelet scraper: %w", err)
+		return nil, fmt.Errorf("building the kubelet scraper: %w", err)
 	}
-	return s, o.Kubelet.RequestTimeout, nil
+	return s, nil
 }
 
 // requirements are the --node-selector's, so the API serves the nodes the scraper scrapes.

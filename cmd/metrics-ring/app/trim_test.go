@@ -14,7 +14,7 @@ import (
 
 func TestTrimKeepsWhatIsReadAndDropsTheRest(t *testing.T) {
 	managed := []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate,
-		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{}}`)}}}
+		FieldsV1: metav1.NewFieldsV1(`{"f:status":{}}`)}}
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "u1", ResourceVersion: "7", Labels: map[string]string{"zone": "a"},
 			Annotations:   map[string]string{"metrics.k8s.io/resource-metrics-path": "/x", "node.alpha.kubernetes.io/ttl": "0"},
