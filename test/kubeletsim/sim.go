@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -31,6 +32,10 @@ type Config struct {
 	Host string
 	// Labels are extra labels on every registered Pod; each pod also gets app=app-<global index mod 3>.
 	Labels map[string]string
+	// WorkloadPods, when set, also labels every pod workload=w-<k>, so that in each namespace the selector
+	// workload=w-<k> matches exactly WorkloadPods pods (the last k of a namespace may match fewer): one
+	// Deployment's pods, as an HPA selects them (WorkloadSelector names them).
+	WorkloadPods int
 	// FastResource serves plain-text /metrics/resource requests from a hand-written renderer that tests hold
 	// byte-identical to the kubelet's collector, about 10x cheaper; for scale runs. Other formats (protobuf,
 	// OpenMetrics) always go through the kubelet's collector.
@@ -169,6 +174,10 @@ func New(cfg Config) (*Sim, error) {
 				node:      n,
 				start:     start,
 				labels:    appLabels[g%3], // shared and read-only: one map per app, not per pod
+			}
+			if cfg.WorkloadPods > 0 {
+				p.labels = maps.Clone(p.labels)
+				p.labels["workload"] = workloadValue(g / cfg.Namespaces / cfg.WorkloadPods)
 			}
 			for c := range cfg.ContainersPerPod {
 				cpu, mem := DefaultUsage(g, c, cfg.ContainersPerPod)
