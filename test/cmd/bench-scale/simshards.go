@@ -23,6 +23,9 @@ const nodesPerSimProcess = 4000
 func (o options) simConfig() kubeletsim.Config {
 	cfg := kubeletsim.Config{Nodes: o.nodes, PodsPerNode: o.pods, ContainersPerPod: o.containers,
 		Namespaces: o.nsCount, Host: "127.0.0.1", FastResource: true}
+	if o.attack {
+		cfg.WorkloadPods = o.hpaPods
+	}
 	if o.simProcesses > 0 {
 		cfg.PortBase, cfg.Shards = o.simPortBase, o.simProcesses
 	}

@@ -92,6 +92,7 @@ type targetResult struct {
 	latencies                    []latency
 	load                         *loadResult
 	readers                      *readersResult
+	attacks                      []*attackResult
 }
 
 // others names the pids of the control plane's processes but except, and of the simulator's.
@@ -163,6 +164,16 @@ func (e *benchEnv) runTarget(ctx context.Context, t target) (*targetResult, erro
 	if o.readers && t.watches {
 		if r.readers, err = runReaders(ctx, o, t, b, direct, base, hc); err != nil {
 			return nil, err
+		}
+	}
+	// The attack after the readers (its HPA clients see only its own load), before the list load.
+	if o.attack && t.watches {
+		for _, users := range o.attackUsers {
+			a, err := runAttack(ctx, o, t, b, e.cp, direct, users)
+			if err != nil {
+				return nil, err
+			}
+			r.attacks = append(r.attacks, a)
 		}
 	}
 	if o.load {
