@@ -216,19 +216,22 @@ func withDefaults(cfg Config) Config {
 }
 
 // DefaultUsage is the deterministic default workload of container c of global pod g: CPU in nanocores
-// (10m plus 5m steps, cycling over 17 values) and working set in bytes ((g+10) MiB plus 4 KiB per container).
+// (10m plus 5m steps, cycling over 17 values) and working set in bytes ((g mod 500 + 10) MiB plus 4 KiB per
+// container). The cycles keep every node within its capacity at any cluster size (110 pods of 2 containers take
+// at most 110 GiB of the node's 128), as a real node's pods are: the server drops a node's value above it.
 func DefaultUsage(g, c, containersPerPod int) (nanoCores, memoryBytes uint64) {
 	k := uint64((g*containersPerPod + c) % 17)
-	return 10_000_000 + k*5_000_000, uint64(g+10)<<20 + uint64(c)*4096
+	return 10_000_000 + k*5_000_000, uint64(g%500+10)<<20 + uint64(c)*4096
 }
 
 // DefaultSwap is the default swap usage in bytes of container c of global pod g: the app container of every third
-// pod swaps (g+1) x 1.5 MiB (not whole mebibytes, so rounding shows), every other container swaps nothing.
+// pod swaps (g mod 100 + 1) x 1.5 MiB (not whole mebibytes, so rounding shows; the cycle keeps 110 pods within
+// the node's 8 GiB of swap), every other container swaps nothing.
 func DefaultSwap(g, c int) uint64 {
 	if c != 0 || g%3 != 1 {
 		return 0
 	}
-	return uint64(g+1) * (3 << 19)
+	return uint64(g%100+1) * (3 << 19)
 }
 
 // ContainerName names container c of a registered pod: "app", "sidecar", then "sidecar-2", "sidecar-3", ...
