@@ -40,6 +40,9 @@ type Config struct {
 	// byte-identical to the kubelet's collector, about 10x cheaper; for scale runs. Other formats (protobuf,
 	// OpenMetrics) always go through the kubelet's collector.
 	FastResource bool
+	// FreshStats, with FastResource, has every scrape carry new times and values on every container line, as a
+	// real kubelet's do (see fresh.go); the default stamps one time on every line and repeats working sets.
+	FreshStats bool
 	// PortBase, when set, has node i listen on Host:PortBase+i rather than on a port the kernel picks, so a
 	// process can register nodes whose kubelets another process serves (see Shards).
 	PortBase int
@@ -89,6 +92,7 @@ type node struct {
 	name  string
 	index int
 	boot  time.Time
+	fresh bool // Config.FreshStats
 
 	mu   sync.Mutex
 	pods []*pod // serving order; the collectors' registries sort the output anyway
@@ -246,7 +250,8 @@ func ContainerName(c int) string {
 }
 
 func (s *Sim) newNode(i int) *node {
-	n := &node{name: fmt.Sprintf("%s%d", s.cfg.NodePrefix, i), index: i, boot: s.epoch.Add(-2 * time.Hour)}
+	n := &node{name: fmt.Sprintf("%s%d", s.cfg.NodePrefix, i), index: i, boot: s.epoch.Add(-2 * time.Hour),
+		fresh: s.cfg.FastResource && s.cfg.FreshStats}
 	// The node's counter starts as if the overhead had run since the containers started, so it is never zero.
 	if s.cfg.PortBase > 0 {
 		n.port = s.cfg.PortBase + i
