@@ -17,6 +17,10 @@ type attackOptions struct {
 	attackDuration, hpaInterval        time.Duration
 	attackSelectors, attackMaxRequests int
 	hpaClients, hpaPods                int
+	pageThrough                        bool // issue 26 finding 3
+	pageChunk                          int
+	pageTimeout                        time.Duration
+	freshStats, msInsecureTLS          bool // issue 29 item 5
 }
 
 func (o *attackOptions) flags() {
@@ -38,10 +42,18 @@ func (o *attackOptions) flags() {
 	flag.IntVar(&o.attackMaxRequests, "attack-max-requests", 1000000, "upper bound on the attackers' requests in one phase")
 	flag.IntVar(&o.hpaClients, "hpa-clients", 2000, "HPA-like clients in the attack phase, each listing its own workload's pods by label selector (v1 and v1beta1 alternately)")
 	flag.IntVar(&o.hpaPods, "hpa-pods", 15, "pods of each HPA-like client's workload (with -attack the simulator labels pods so such selections exist)")
+	flag.BoolVar(&o.pageThrough, "page-through", false, "run `kubectl get podmetrics -A` (pages of -page-chunk) and count the pages and the builds they caused (issue 26 finding 3)")
+	flag.IntVar(&o.pageChunk, "page-chunk", 500, "--chunk-size of the page-through (kubectl's default is 500)")
+	flag.DurationVar(&o.pageTimeout, "page-timeout", 15*time.Minute, "upper bound on the page-through")
+	flag.BoolVar(&o.freshStats, "fresh-stats", true, "simulated kubelets stamp every container's lines with a time of their own and a working set that moves, new at every scrape, as a real kubelet does (false: one time for every line and constant working sets, as before issue 29 item 5)")
+	flag.BoolVar(&o.msInsecureTLS, "metrics-server-insecure-tls", true, "run metrics-server with --kubelet-insecure-tls, as its usual installs do (false: with the kubelets' CA, as metrics-ring)")
 	flag.DurationVar(&o.hpaInterval, "hpa-interval", 15*time.Second, "how often each HPA-like client lists (the HPA controller's sync period)")
 }
 
 func (o options) validateAttack() error {
+	if o.pageThrough && (o.pageChunk < 1 || o.pageTimeout < time.Second) {
+		return fmt.Errorf("need -page-chunk >= 1 and -page-timeout >= 1s")
+	}
 	if !o.attack {
 		return nil
 	}

@@ -126,8 +126,8 @@ func (o options) validate() error {
 	if o.resolution < time.Second || o.measure < o.resolution || o.requests < 1 {
 		return fmt.Errorf("need -resolution >= 1s, -measure >= -resolution and -requests >= 1")
 	}
-	if !o.scale && !o.load && !o.readers && !o.attack {
-		return fmt.Errorf("nothing to do: -scale, -load, -readers and -attack are all off")
+	if !o.scale && !o.load && !o.readers && !o.attack && !o.pageThrough {
+		return fmt.Errorf("nothing to do: -scale, -load, -readers, -attack and -page-through are all off")
 	}
 	if err := o.validateAttack(); err != nil {
 		return err
@@ -184,7 +184,7 @@ func run(ctx context.Context, o options) (err error) {
 		if err != nil {
 			return err
 		}
-		targets = append(targets, metricsServer(bin, o.metricsServer))
+		targets = append(targets, metricsServer(bin, o.metricsServer, o.msInsecureTLS))
 	}
 	if o.dir == "" {
 		if o.dir, err = os.MkdirTemp("", "metrics-ring-bench-"); err != nil {
