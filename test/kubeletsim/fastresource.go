@@ -73,6 +73,9 @@ func (n *node) renderResource(b []byte) []byte {
 	ns, ms := t.UnixNano(), t.UnixMilli()
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.fresh {
+		return n.appendErrorFamilies(n.renderFresh(b, ms))
+	}
 	cs, pods := n.sortedLocked()
 	if len(cs) > 0 {
 		b = header(b, famContainerCPU)
@@ -120,6 +123,10 @@ func (n *node) renderResource(b []byte) []byte {
 			}
 		}
 	}
+	return n.appendErrorFamilies(b)
+}
+
+func (n *node) appendErrorFamilies(b []byte) []byte {
 	b = appendSample(header(b, famResourceErr), famResourceErr.name, 0, -1)
 	return appendSample(header(b, famScrapeErr), famScrapeErr.name, 0, -1)
 }

@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -31,10 +32,17 @@ type Config struct {
 	Host string
 	// Labels are extra labels on every registered Pod; each pod also gets app=app-<global index mod 3>.
 	Labels map[string]string
+	// WorkloadPods, when set, also labels every pod workload=w-<k>, so that in each namespace the selector
+	// workload=w-<k> matches exactly WorkloadPods pods (the last k of a namespace may match fewer): one
+	// Deployment's pods, as an HPA selects them (WorkloadSelector names them).
+	WorkloadPods int
 	// FastResource serves plain-text /metrics/resource requests from a hand-written renderer that tests hold
 	// byte-identical to the kubelet's collector, about 10x cheaper; for scale runs. Other formats (protobuf,
 	// OpenMetrics) always go through the kubelet's collector.
 	FastResource bool
+	// FreshStats, with FastResource, has every scrape carry new times and values on every container line, as a
+	// real kubelet's do (see fresh.go); the default stamps one time on every line and repeats working sets.
+	FreshStats bool
 	// PortBase, when set, has node i listen on Host:PortBase+i rather than on a port the kernel picks, so a
 	// process can register nodes whose kubelets another process serves (see Shards).
 	PortBase int
@@ -84,6 +92,7 @@ type node struct {
 	name  string
 	index int
 	boot  time.Time
+	fresh bool // Config.FreshStats
 
 	mu   sync.Mutex
 	pods []*pod // serving order; the collectors' registries sort the output anyway
@@ -170,6 +179,10 @@ func New(cfg Config) (*Sim, error) {
 				start:     start,
 				labels:    appLabels[g%3], // shared and read-only: one map per app, not per pod
 			}
+			if cfg.WorkloadPods > 0 {
+				p.labels = maps.Clone(p.labels)
+				p.labels["workload"] = workloadValue(g / cfg.Namespaces / cfg.WorkloadPods)
+			}
 			for c := range cfg.ContainersPerPod {
 				cpu, mem := DefaultUsage(g, c, cfg.ContainersPerPod)
 				ctr := newContainer(ContainerName(c), "registry.k8s.io/pause:3.10",
@@ -207,19 +220,22 @@ func withDefaults(cfg Config) Config {
 }
 
 // DefaultUsage is the deterministic default workload of container c of global pod g: CPU in nanocores
-// (10m plus 5m steps, cycling over 17 values) and working set in bytes ((g+10) MiB plus 4 KiB per container).
+// (10m plus 5m steps, cycling over 17 values) and working set in bytes ((g mod 500 + 10) MiB plus 4 KiB per
+// container). The cycles keep every node within its capacity at any cluster size (110 pods of 2 containers take
+// at most 110 GiB of the node's 128), as a real node's pods are: the server drops a node's value above it.
 func DefaultUsage(g, c, containersPerPod int) (nanoCores, memoryBytes uint64) {
 	k := uint64((g*containersPerPod + c) % 17)
-	return 10_000_000 + k*5_000_000, uint64(g+10)<<20 + uint64(c)*4096
+	return 10_000_000 + k*5_000_000, uint64(g%500+10)<<20 + uint64(c)*4096
 }
 
 // DefaultSwap is the default swap usage in bytes of container c of global pod g: the app container of every third
-// pod swaps (g+1) x 1.5 MiB (not whole mebibytes, so rounding shows), every other container swaps nothing.
+// pod swaps (g mod 100 + 1) x 1.5 MiB (not whole mebibytes, so rounding shows; the cycle keeps 110 pods within
+// the node's 8 GiB of swap), every other container swaps nothing.
 func DefaultSwap(g, c int) uint64 {
 	if c != 0 || g%3 != 1 {
 		return 0
 	}
-	return uint64(g+1) * (3 << 19)
+	return uint64(g%100+1) * (3 << 19)
 }
 
 // ContainerName names container c of a registered pod: "app", "sidecar", then "sidecar-2", "sidecar-3", ...
@@ -234,7 +250,8 @@ func ContainerName(c int) string {
 }
 
 func (s *Sim) newNode(i int) *node {
-	n := &node{name: fmt.Sprintf("%s%d", s.cfg.NodePrefix, i), index: i, boot: s.epoch.Add(-2 * time.Hour)}
+	n := &node{name: fmt.Sprintf("%s%d", s.cfg.NodePrefix, i), index: i, boot: s.epoch.Add(-2 * time.Hour),
+		fresh: s.cfg.FastResource && s.cfg.FreshStats}
 	// The node's counter starts as if the overhead had run since the containers started, so it is never zero.
 	if s.cfg.PortBase > 0 {
 		n.port = s.cfg.PortBase + i

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -204,4 +205,24 @@ func (s *Sim) TruthHandler() http.Handler {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 		}
 	})
+}
+
+func workloadValue(k int) string { return "w-" + strconv.Itoa(k) }
+
+// WorkloadSelector is workload i of the cluster cfg describes (i from 0 to Workloads(cfg)-1): its namespace and
+// the label selector that matches its cfg.WorkloadPods pods.
+func WorkloadSelector(cfg Config, i int) (namespace, selector string) {
+	cfg = withDefaults(cfg)
+	return fmt.Sprintf("sim-ns-%d", i%cfg.Namespaces), "workload=" + workloadValue(i/cfg.Namespaces)
+}
+
+// Workloads is how many workloads of exactly cfg.WorkloadPods pods the cluster cfg describes has (0 without
+// WorkloadPods).
+func Workloads(cfg Config) int {
+	cfg = withDefaults(cfg)
+	if cfg.WorkloadPods <= 0 {
+		return 0
+	}
+	perNS := cfg.Nodes * cfg.PodsPerNode / cfg.Namespaces // the fewest pods a namespace has
+	return perNS / cfg.WorkloadPods * cfg.Namespaces
 }

@@ -54,6 +54,7 @@ type options struct {
 	simProcesses, simPortBase        int
 	simShard                         int    // >= 0 in a simulator child process only
 	simCABundle                      string // the child's CA bundle file
+	attackOptions
 }
 
 func main() {
@@ -94,6 +95,7 @@ func main() {
 	flag.IntVar(&o.simPortBase, "sim-port-base", 20000, "with -sim-processes > 0, node i listens on 127.0.0.1:BASE+i (keep the range below the ephemeral ports)")
 	flag.IntVar(&o.simShard, "sim-shard", -1, "internal: serve this shard of the simulated kubelets and nothing else (how the benchmark runs its simulator processes)")
 	flag.StringVar(&o.simCABundle, "sim-ca-bundle", "", "internal: the CA bundle a -sim-shard process signs with")
+	o.attackOptions.flags()
 	flag.Parse()
 	if o.simProcesses < 0 {
 		o.simProcesses = simProcessesFor(o.nodes)
@@ -124,8 +126,11 @@ func (o options) validate() error {
 	if o.resolution < time.Second || o.measure < o.resolution || o.requests < 1 {
 		return fmt.Errorf("need -resolution >= 1s, -measure >= -resolution and -requests >= 1")
 	}
-	if !o.scale && !o.load && !o.readers {
-		return fmt.Errorf("nothing to do: -scale, -load and -readers are all off")
+	if !o.scale && !o.load && !o.readers && !o.attack && !o.pageThrough {
+		return fmt.Errorf("nothing to do: -scale, -load, -readers, -attack and -page-through are all off")
+	}
+	if err := o.validateAttack(); err != nil {
+		return err
 	}
 	if o.simProcesses > 0 && (o.simPortBase < 1024 || o.simPortBase+o.nodes > 65536) {
 		return fmt.Errorf("-sim-port-base %d does not leave room for %d node ports", o.simPortBase, o.nodes)
@@ -179,7 +184,7 @@ func run(ctx context.Context, o options) (err error) {
 		if err != nil {
 			return err
 		}
-		targets = append(targets, metricsServer(bin, o.metricsServer))
+		targets = append(targets, metricsServer(bin, o.metricsServer, o.msInsecureTLS))
 	}
 	if o.dir == "" {
 		if o.dir, err = os.MkdirTemp("", "metrics-ring-bench-"); err != nil {

@@ -22,7 +22,10 @@ const nodesPerSimProcess = 4000
 // simConfig is the simulated cluster of a run; PortBase is set when other processes serve it.
 func (o options) simConfig() kubeletsim.Config {
 	cfg := kubeletsim.Config{Nodes: o.nodes, PodsPerNode: o.pods, ContainersPerPod: o.containers,
-		Namespaces: o.nsCount, Host: "127.0.0.1", FastResource: true}
+		Namespaces: o.nsCount, Host: "127.0.0.1", FastResource: true, FreshStats: o.freshStats}
+	if o.attack {
+		cfg.WorkloadPods = o.hpaPods
+	}
 	if o.simProcesses > 0 {
 		cfg.PortBase, cfg.Shards = o.simPortBase, o.simProcesses
 	}
@@ -76,7 +79,8 @@ func (s *simShards) start(ctx context.Context, o options, self, caFile string, k
 	cmd := exec.Command(self, "-sim-shard", strconv.Itoa(k), "-sim-processes", strconv.Itoa(o.simProcesses),
 		"-sim-port-base", strconv.Itoa(o.simPortBase), "-sim-ca-bundle", caFile,
 		"-nodes", strconv.Itoa(o.nodes), "-pods", strconv.Itoa(o.pods),
-		"-containers", strconv.Itoa(o.containers), "-namespaces", strconv.Itoa(o.nsCount))
+		"-containers", strconv.Itoa(o.containers), "-namespaces", strconv.Itoa(o.nsCount),
+		"-fresh-stats="+strconv.FormatBool(o.freshStats))
 	cmd.Stderr = log
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

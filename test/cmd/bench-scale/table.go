@@ -103,6 +103,12 @@ func (r *result) print(w io.Writer) {
 	if o.readers {
 		r.printReaders(t)
 	}
+	if o.pageThrough {
+		r.printPageThrough(t)
+	}
+	if o.attack {
+		r.printAttack(t)
+	}
 	if o.load {
 		r.printLoad(t)
 	}

@@ -31,6 +31,8 @@ type target struct {
 	watches bool
 	// apiServices are the APIServices it serves (nil: every one of framework.APIServiceNames).
 	apiServices []string
+	// kubeletArgs, when not nil, replace framework.KubeletSourceArgs (how it finds and trusts the kubelets).
+	kubeletArgs []string
 }
 
 func (t target) apiServicesOrAll() []string {
@@ -58,10 +60,17 @@ func baselineRing(bin string) target {
 	return t
 }
 
-// metricsServer takes the same flags (metrics-ring is a drop-in for it), so only the names differ.
-func metricsServer(bin, version string) target {
+// metricsServer takes the same flags (metrics-ring is a drop-in for it), so only the names differ. insecureTLS
+// runs it with the kubelet flags its README's installs use (--kubelet-insecure-tls, so no certificate is
+// verified) instead of the kubelets' CA, as the independent harness of issue 29 item 5 did.
+func metricsServer(bin, version string, insecureTLS bool) target {
+	var kubeletArgs []string
+	if insecureTLS {
+		kubeletArgs = []string{"--kubelet-insecure-tls", "--kubelet-use-node-status-port", "--kubelet-preferred-address-types=InternalIP"}
+	}
 	return target{
-		name: "metrics-server " + version, service: "metrics-server", ip: "127.0.0.3", binary: bin,
+		kubeletArgs: kubeletArgs,
+		name:        "metrics-server " + version, service: "metrics-server", ip: "127.0.0.3", binary: bin,
 		collection: "metrics_server_manager_tick_duration_seconds",
 		failures:   []string{`metrics_server_kubelet_request_total{success="false"}`},
 		// It serves metrics.k8s.io/v1beta1 only; the benchmark's requests use v1beta1.
@@ -92,6 +101,8 @@ type targetResult struct {
 	latencies                    []latency
 	load                         *loadResult
 	readers                      *readersResult
+	attacks                      []*attackResult
+	pageThrough                  *pageThroughResult
 }
 
 // others names the pids of the control plane's processes but except, and of the simulator's.
@@ -113,10 +124,14 @@ func (e *benchEnv) runTarget(ctx context.Context, t target) (*targetResult, erro
 	if err := evictFromPageCache(t.binary); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v (its file-backed RSS may not compare)\n", t.name, err)
 	}
+	kubeletArgs := t.kubeletArgs
+	if kubeletArgs == nil {
+		kubeletArgs = framework.KubeletSourceArgs(e.simCA)
+	}
 	start := time.Now()
 	b, err := e.api.StartBackend(ctx, framework.BackendConfig{
 		Service: t.service, IP: t.ip, Resolution: o.resolution, Binary: t.binary,
-		Args: append(framework.KubeletSourceArgs(e.simCA), t.args...),
+		Args: append(kubeletArgs, t.args...),
 	})
 	if err != nil {
 		return nil, err
@@ -163,6 +178,21 @@ func (e *benchEnv) runTarget(ctx context.Context, t target) (*targetResult, erro
 	if o.readers && t.watches {
 		if r.readers, err = runReaders(ctx, o, t, b, direct, base, hc); err != nil {
 			return nil, err
+		}
+	}
+	if o.pageThrough && t.watches {
+		if r.pageThrough, err = runPageThrough(ctx, o, t, b, e.cp, direct); err != nil {
+			return nil, err
+		}
+	}
+	// The attack after the readers (its HPA clients see only its own load), before the list load.
+	if o.attack && t.watches {
+		for _, users := range o.attackUsers {
+			a, err := runAttack(ctx, o, t, b, e.cp, direct, users)
+			if err != nil {
+				return nil, err
+			}
+			r.attacks = append(r.attacks, a)
 		}
 	}
 	if o.load {

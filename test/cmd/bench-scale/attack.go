@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/metrics-ring/metrics-ring/test/framework"
+)
+
+// The attack phase's identities: every user is in readersGroup, which the phase gives what the ClusterRole view
+// grants on metrics.k8s.io, the least a user needs to read it; the HPA-like clients share one user, as a controller manager's
+// horizontal-pod-autoscaler controller does.
+const (
+	readersGroup = "metrics-ring-bench:readers"
+	hpaUser      = "bench-hpa-controller"
+)
+
+// attackResult is one attack phase (issue 26 finding 1): users each cycling through distinct selectors that
+// match every pod, while HPA-like clients list their own workloads' pods.
+type attackResult struct {
+	users                     int
+	rssIdle, rssHPA, rssPeak  uint64 // before any of the phase's clients, the HPA fleet alone, and with the attack
+	hwm                       uint64 // VmHWM after the phase, reset at its start (0 when that is not possible)
+	alone, during             hpaOutcomes
+	attack                    attackTally
+	attackElapsed             time.Duration
+	builds, evicted, rejected float64
+	keptMax, keptEnd          float64
+	expectedCycles            float64
+	coll                      collection
+}
+
+// Series of metrics-ring's /metrics the phase reads.
+const (
+	buildsTotal    = "metrics_ring_api_builds_total"
+	buildsEvicted  = "metrics_ring_api_builds_evicted_total"
+	buildsKept     = "metrics_ring_api_builds_kept_bytes"
+	buildsRejected = "metrics_ring_api_builds_rejected_total"
+)
+
+// sumOf adds every series of the metric name (all its label values).
+func (s samples) sumOf(name string) float64 {
+	var v float64
+	for k, x := range s {
+		if k == name || strings.HasPrefix(k, name+"{") {
+			v += x
+		}
+	}
+	return v
+}
+
+// runAttack measures, after a resolution with no API load (idle RSS): the HPA fleet alone for one of its
+// intervals, then the fleet with users attackers, each on its own identity and connection, listing every pod
+// back to back through o.attackSelectors distinct all-matching selectors for o.attackDuration. The fleet is
+// o.hpaClients clients sharing one identity and one HTTP/2 connection, each listing its workload (o.hpaPods pods)
+// once every o.hpaInterval.
+func runAttack(ctx context.Context, o options, t target, b *framework.Backend, cp *framework.ControlPlane,
+	direct *http.Client, users int) (*attackResult, error) {
+	r := &attackResult{users: users}
+	base, backend := b.URL(), b
+	if o.loadVia == "aggregator" {
+		base, backend = cp.URL, nil
+	}
+	// What view grants on metrics.k8s.io: the role the manifests aggregate into it (no controller manager runs
+	// here to aggregate it).
+	if err := cp.BindClusterRole(ctx, "metrics-ring-bench-readers", readersGroup, "system:aggregated-metrics-reader"); err != nil {
+		return nil, err
+	}
+	timeout := 30 * time.Second
+	hpa, err := cp.UserClient(backend, hpaUser, []string{readersGroup}, timeout, true)
+	if err != nil {
+		return nil, err
+	}
+	attackers := make([]*http.Client, users)
+	for i := range attackers {
+		if attackers[i], err = cp.UserClient(backend, fmt.Sprintf("bench-attacker-%d", i), []string{readersGroup}, 2*time.Minute, false); err != nil {
+			return nil, err
+		}
+	}
+	pods := o.nodes * o.pods
+	fmt.Fprintf(os.Stderr, "%s: attack: idle for %s, %d HPA-like clients alone for %s, then with %d users listing all %d pods through %d distinct selectors each via %s for %s...\n",
+		t.name, o.resolution, o.hpaClients, o.hpaInterval, users, pods, o.attackSelectors, o.loadVia, o.attackDuration)
+	pause(ctx, o.resolution)
+	hwmReset := resetPeakRSS(b.Proc.Pid())
+	s0, m0, err := observe(ctx, b, direct)
+	if err != nil {
+		return nil, err
+	}
+	r.rssIdle, r.coll.loadBefore = s0.RSS, loadAvg()
+
+	pctx, stopAll := context.WithTimeout(ctx, o.hpaInterval+o.attackDuration+2*timeout)
+	defer stopAll()
+	kept := sampleKept(pctx, direct, b.URL())
+	rss := sampleRSS(pctx, b, nil)
+	start := time.Now()
+	attackStart := start.Add(o.hpaInterval)
+	deadline := attackStart.Add(o.attackDuration)
+	var mu sync.Mutex
+	record := func(sent time.Time, out outcome) {
+		mu.Lock()
+		defer mu.Unlock()
+		if sent.Before(attackStart) {
+			r.alone.add(out, o.hpaPods)
+		} else {
+			r.during.add(out, o.hpaPods)
+		}
+	}
+	var fleet sync.WaitGroup
+	for _, req := range hpaRequests(o, base) {
+		fleet.Go(func() { runHPA(pctx, hpa, req, start, deadline, record) })
+	}
+	pause(pctx, time.Until(attackStart))
+	r.rssHPA = rss.stop()
+	rss = sampleRSS(pctx, b, nil)
+
+	actx, stopAttack := context.WithDeadline(pctx, deadline)
+	defer stopAttack()
+	var budget atomic.Int64
+	budget.Store(int64(o.attackMaxRequests))
+	tallies := make([]*attackTally, users)
+	var attack sync.WaitGroup
+	for u := range users {
+		attack.Go(func() { tallies[u] = runAttacker(actx, attackers[u], base, u, o.attackSelectors, pods, &budget) })
+	}
+	attack.Wait()
+	r.attackElapsed = time.Since(attackStart)
+	fleet.Wait()
+	s1, m1, err := observe(ctx, b, direct)
+	if err != nil {
+		return nil, err
+	}
+	r.rssPeak, r.keptMax = max(rss.stop(), s1.RSS), max(kept.stop(), m1.value(buildsKept))
+	if hwmReset {
+		r.hwm = s1.PeakRSS
+	}
+	r.keptEnd = m1.value(buildsKept)
+	r.builds = m1.value(buildsTotal) - m0.value(buildsTotal)
+	r.evicted = m1.value(buildsEvicted) - m0.value(buildsEvicted)
+	r.rejected = m1.sumOf(buildsRejected) - m0.sumOf(buildsRejected)
+	elapsed := time.Since(start)
+	r.coll.window, r.coll.loadAfter = elapsed, loadAvg()
+	r.coll.cpuPerMin = (s1.CPU - s0.CPU).Seconds() / elapsed.Minutes()
+	r.coll.cycleStats(t, m0, m1)
+	r.expectedCycles = float64(int(elapsed / o.resolution))
+	r.attack.kinds = map[string]int{}
+	for _, a := range tallies {
+		r.attack.requests += a.requests
+		r.attack.complete += a.complete
+		r.attack.tooMany += a.tooMany
+		r.attack.errors += a.errors
+		r.attack.short += a.short
+		r.attack.cancelled += a.cancelled
+		for k, n := range a.kinds {
+			r.attack.kinds[k] += n
+		}
+	}
+	fmt.Fprintf(os.Stderr, "%s: attack by %d users: RSS %s idle, %s peak; HPA p99 %s alone, %s during (%d of %d ok); %d builds, %d evicted\n",
+		t.name, users, mib(float64(r.rssIdle)), mib(float64(r.rssPeak)), r.alone.quantile(0.99), r.during.quantile(0.99),
+		r.during.ok, r.during.requests, int(r.builds), int(r.evicted))
+	return r, nil
+}
+
+// keptSampler reads metrics_ring_api_builds_kept_bytes every 2 s and keeps the largest value.
+type keptSampler struct {
+	max  atomic.Uint64
+	stop func() float64
+}
+
+func sampleKept(ctx context.Context, hc *http.Client, base string) *keptSampler {
+	s := &keptSampler{}
+	sctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for sctx.Err() == nil {
+			if m, err := scrapeMetrics(sctx, hc, base); err == nil {
+				s.max.Store(max(s.max.Load(), uint64(m.value(buildsKept))))
+			}
+			pause(sctx, 2*time.Second)
+		}
+	})
+	s.stop = func() float64 {
+		cancel()
+		wg.Wait()
+		return float64(s.max.Load())
+	}
+	return s
+}
