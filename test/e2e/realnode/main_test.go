@@ -36,7 +36,7 @@ var env struct {
 	kubelet *kubeletReader
 	// ms is metrics-server scraping the same kubelets (read directly, not through the APIServices); msErr says
 	// why it did not start (the tests comparing with it fail with it).
-	ms    *framework.Backend
+	ms    metricsclient.Interface
 	msErr error
 }
 
@@ -117,7 +117,7 @@ func setup(ctx context.Context, s *framework.Suite) (err error) {
 	if err := api.ServeFrom(ctx, env.backend, 3*time.Minute); err != nil {
 		return err
 	}
-	env.ms, env.msErr = startMetricsServer(ctx, api, bundle)
+	_, env.ms, env.msErr = startMetricsServer(ctx, s.CP, api, bundle)
 	if env.msErr != nil {
 		fmt.Fprintf(os.Stderr, "e2e/realnode: %v\n", env.msErr)
 		env.ms = nil

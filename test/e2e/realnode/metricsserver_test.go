@@ -2,15 +2,17 @@ package realnode
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	metricsv1 "k8s.io/metrics/pkg/apis/metrics/v1"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
+
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
 	"github.com/metrics-ring/metrics-ring/test/framework"
 )
@@ -26,51 +28,52 @@ const (
 
 // startMetricsServer runs upstream metrics-server (built once from its module) beside metrics-ring, scraping the
 // same kubelets with the same CA bundle. The APIServices keep pointing at metrics-ring: the tests read
-// metrics-server directly, so that both answer in the same run, about the same kubelet samples.
-func startMetricsServer(ctx context.Context, api *framework.MetricsAPI, bundle string) (*framework.Backend, error) {
+// metrics-server directly, in the same run, from the same kubelet.
+func startMetricsServer(ctx context.Context, cp *framework.ControlPlane, api *framework.MetricsAPI, bundle string) (*framework.Backend, metricsclient.Interface, error) {
 	bin, err := framework.BuildMetricsServer(framework.DefaultCacheDir(), metricsServerVersion, os.Stderr)
 	if err != nil {
-		return nil, fmt.Errorf("metrics-server %s: %w", metricsServerVersion, err)
+		return nil, nil, fmt.Errorf("metrics-server %s: %w", metricsServerVersion, err)
 	}
 	b, err := api.StartBackend(ctx, framework.BackendConfig{
 		Service: metricsServerService, IP: metricsServerIP, Resolution: metricsServerResolution, Binary: bin,
 		Args: append(framework.KubeletSourceArgs(bundle), "--kubelet-request-timeout=5s"),
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return b, b.WaitReady(ctx, 2*time.Minute)
+	if err := b.WaitReady(ctx, 2*time.Minute); err != nil {
+		return nil, nil, err
+	}
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.Host = b.URL()
+	cfg.TLSClientConfig.CAFile, cfg.TLSClientConfig.CAData = "", api.ServingCA.CertPEM
+	// Its certificate names its Service, as the aggregator verifies it.
+	cfg.TLSClientConfig.ServerName = metricsServerService + "." + api.Namespace + ".svc"
+	c, err := metricsclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("metrics client for metrics-server at %s: %w", cfg.Host, err)
+	}
+	return b, c, nil
 }
 
 // msPodMetrics reads a pod's metrics from metrics-server directly (v1beta1, the only version it serves). A pod
-// it does not serve is (nil, 404, nil).
-func msPodMetrics(ctx context.Context, name string) (*metricsv1beta1.PodMetrics, int, error) {
+// it does not serve is (nil, NotFound).
+func msPodMetrics(ctx context.Context, name string) (*metricsv1beta1.PodMetrics, error) {
 	if env.ms == nil {
-		return nil, 0, fmt.Errorf("metrics-server did not start: %v", env.msErr)
+		return nil, fmt.Errorf("metrics-server did not start: %v", env.msErr)
 	}
-	path := "/apis/metrics.k8s.io/v1beta1/namespaces/" + namespace + "/pods/" + name
-	code, body, err := env.ms.Get(ctx, path)
+	m, err := env.ms.MetricsV1beta1().PodMetricses(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return nil, 0, fmt.Errorf("metrics-server GET %s: %w", path, err)
+		return nil, fmt.Errorf("metrics-server: %w", err)
 	}
-	if code == http.StatusNotFound {
-		return nil, code, nil
-	}
-	if code != http.StatusOK {
-		return nil, code, fmt.Errorf("metrics-server GET %s: status %d: %.200s", path, code, body)
-	}
-	var m metricsv1beta1.PodMetrics
-	if err := json.Unmarshal([]byte(body), &m); err != nil {
-		return nil, code, fmt.Errorf("metrics-server GET %s: decoding: %w", path, err)
-	}
-	return &m, code, nil
+	return m, nil
 }
 
 // cores is a CPU quantity in cores.
 func cores(q *resource.Quantity) float64 { return float64(q.ScaledValue(resource.Nano)) / 1e9 }
 
 func toReading(ts time.Time, window time.Duration, cs []metricsv1.ContainerMetrics) reading {
-	r := reading{ts: ts, window: window, cpu: map[string]float64{}, mem: map[string]int64{}}
+	r := reading{ts: ts, window: window, cpu: map[string]float64{}, mem: map[string]int64{}, ratio: map[string]float64{}}
 	for _, c := range cs {
 		r.cpu[c.Name], r.mem[c.Name] = cores(c.Usage.Cpu()), c.Usage.Memory().Value()
 		r.cpu[podTotal] += r.cpu[c.Name]

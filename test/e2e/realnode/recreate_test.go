@@ -29,7 +29,8 @@ func TestRecreatedPod(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if c, ok := findContainer(m, "c"); !ok || c.Usage.Memory().Value() < 96<<20 || cores(c.Usage.Cpu()) < 0.3 {
+		// Its CPU is what it gets of the busy cores (0.2 of its 0.4 once): the memory tells it apart.
+		if c, ok := findContainer(m, "c"); !ok || c.Usage.Memory().Value() < 96<<20 || cores(c.Usage.Cpu()) < 0.1 {
 			return fmt.Errorf("served %v", m.Containers)
 		}
 		return nil
@@ -54,7 +55,7 @@ func TestRecreatedPod(t *testing.T) {
 			started = runningSince(ctx, name)
 		}
 		logKubelet(ctx, t, name)
-		if ms, _, err := msPodMetrics(ctx, name); err == nil && ms != nil {
+		if ms, err := msPodMetrics(ctx, name); err == nil {
 			r := toReadingBeta(ms)
 			if !seen["metrics-server"][r.ts] {
 				seen["metrics-server"][r.ts] = true
@@ -98,17 +99,27 @@ func runningSince(ctx context.Context, name string) time.Time {
 	return p.Status.ContainerStatuses[0].State.Running.StartedAt.Time
 }
 
-// logKubelet logs the kubelet's container series of the pod when they change: whether the old and the new
-// container are reported side by side under one name, and with which values.
+// logKubelet logs the kubelet's CPU, memory and start time lines of the pod when the containers it reports
+// change (how many, which start times): whether the old and the new container are reported side by side under
+// one name, and with which values.
 func logKubelet(ctx context.Context, t *testing.T, pod string) {
 	lines, err := env.kubelet.podLines(ctx, pod)
 	if err != nil {
 		t.Logf("kubelet: %v", err)
 		return
 	}
-	if s := strings.Join(lines, "\n"); s != lastKubelet {
-		lastKubelet = s
-		t.Logf("kubelet /metrics/resource for %s:\n%s", pod, s)
+	var shown, starts []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "container_cpu_usage") || strings.HasPrefix(l, "container_memory_working_set") || strings.HasPrefix(l, "container_start_time") {
+			shown = append(shown, l)
+		}
+		if strings.HasPrefix(l, "container_start_time") {
+			starts = append(starts, l)
+		}
+	}
+	if key := fmt.Sprint(len(shown), starts); key != lastKubelet {
+		lastKubelet = key
+		t.Logf("kubelet /metrics/resource for %s at %s:\n%s", pod, time.Now().Format("15:04:05.000"), strings.Join(shown, "\n"))
 	}
 }
 

@@ -24,13 +24,18 @@ type reading struct {
 	window time.Duration
 	cpu    map[string]float64
 	mem    map[string]int64
+	// ratio is cpu over the cgroups' rate over the same window, the middle of what the timestamp allows (set by
+	// checkAgainstCgroups).
+	ratio map[string]float64
 }
 
 // TestSideBySideWithMetricsServer: a pod of two burning containers on the real node, read from metrics-ring (v1,
 // through the aggregator) and from metrics-server v0.9.0 scraping the same kubelet in the same run. Each
 // server's CPU, per container and summed for the pod, is within 5 % of the cgroups' own cpuacct.usage over the
-// window that server reports; the two servers are within 5 % of each other, and serve the same memory for the
-// same kubelet sample.
+// window that server reports. The two never read the same kubelet sample (this kubelet takes a fresh one per
+// request, and their windows differ: 5 s and 10 s), and a burn sharing busy cores changes its rate from one
+// window to the next: so they are compared by how far each is from the cgroups over its own window (within 5 %
+// of each other), and by memory (a steady hold: within 2 %).
 func TestSideBySideWithMetricsServer(t *testing.T) {
 	needNode(t)
 	const name = "side-by-side"
@@ -55,12 +60,9 @@ func TestSideBySideWithMetricsServer(t *testing.T) {
 		if err != nil {
 			return fmt.Errorf("metrics-ring: %w", err)
 		}
-		ms, code, err := msPodMetrics(ctx, name)
+		ms, err := msPodMetrics(ctx, name)
 		if err != nil {
 			return err
-		}
-		if ms == nil {
-			return fmt.Errorf("metrics-server does not serve %s yet (status %d)", name, code)
 		}
 		got := map[string]reading{"metrics-ring": toReading(ring.Timestamp.Time, ring.Window.Duration, ring.Containers)}
 		got["metrics-server"] = toReadingBeta(ms)
@@ -68,7 +70,7 @@ func TestSideBySideWithMetricsServer(t *testing.T) {
 			if _, done := readings[server][r.ts]; done {
 				continue
 			}
-			if err := checkAgainstCgroups(t, server, r, samplers); err != nil {
+			if err := checkAgainstCgroups(t, server, &r, samplers); err != nil {
 				t.Logf("%s at %s: not checked: %v", server, r.ts.Format(time.StampMilli), err)
 				continue
 			}
@@ -101,18 +103,18 @@ func cgroupOf(t *testing.T, p *corev1.Pod, c string) string {
 	return dir
 }
 
-// checkAgainstCgroups compares r's CPU with the cgroups' over r's window; an error means the samplers do not
-// cover that window (r is then not counted).
-func checkAgainstCgroups(t *testing.T, server string, r reading, samplers map[string]*cgroupSampler) error {
+// checkAgainstCgroups compares r's CPU with the cgroups' over r's window (wherever its end lies within the
+// timestamp's second: see rateRange); an error means the samplers do not cover that yet (r is then not counted).
+func checkAgainstCgroups(t *testing.T, server string, r *reading, samplers map[string]*cgroupSampler) error {
 	t.Helper()
-	start := r.ts.Add(-r.window)
-	want := map[string]float64{}
+	type bounds struct{ lo, hi float64 }
+	want := map[string]bounds{}
 	for c, s := range samplers {
-		v, err := s.rate(start, r.ts)
+		lo, hi, err := s.rateRange(r.ts, r.window)
 		if err != nil {
 			return err
 		}
-		want[c] = v
+		want[c] = bounds{lo, hi}
 	}
 	for _, c := range sortedKeys(samplers) {
 		got, ok := r.cpu[c]
@@ -120,32 +122,35 @@ func checkAgainstCgroups(t *testing.T, server string, r reading, samplers map[st
 			t.Errorf("%s at %s serves no container %s", server, r.ts.Format(time.StampMilli), c)
 			continue
 		}
-		diff := (got - want[c]) / want[c]
-		t.Logf("%-14s window %s-%s (%5s) %-6s: served %.4f cores, cgroup %.4f (%+.2f%%), memory %d",
-			server, start.Format("15:04:05.000"), r.ts.Format("15:04:05.000"), r.window.Round(time.Millisecond), c, got, want[c], 100*diff, r.mem[c])
-		if math.Abs(diff) > cpuTolerance {
-			t.Errorf("%s, window ending %s, %s: served %.4f cores, the cgroup used %.4f (%+.1f%%, over %.0f%%)",
-				server, r.ts.Format(time.RFC3339Nano), c, got, want[c], 100*diff, 100*cpuTolerance)
+		w := want[c]
+		r.ratio[c] = got / ((w.lo + w.hi) / 2)
+		off := offRange(got, w.lo, w.hi)
+		t.Logf("%-14s window %5s ending %s+<1s %-6s: served %.4f cores, cgroup %.4f to %.4f (%+.2f%% off), memory %d",
+			server, r.window.Round(time.Millisecond), r.ts.Format("15:04:05"), c, got, w.lo, w.hi, 100*off, r.mem[c])
+		if math.Abs(off) > cpuTolerance {
+			t.Errorf("%s, window of %s ending %s+<1s, %s: served %.4f cores, the cgroup used %.4f to %.4f (%+.1f%%, over %.0f%%)",
+				server, r.window, r.ts.Format(time.RFC3339), c, got, w.lo, w.hi, 100*off, 100*cpuTolerance)
 		}
 	}
 	return nil
 }
 
-// compareServers checks metrics-server's reading ms against metrics-ring's ring (the nearest in time): CPU within
-// 5 % (a steady burn), and the same memory when both are of the same kubelet sample.
+// compareServers checks metrics-server's reading ms against metrics-ring's ring (the nearest in time): each one's
+// CPU over the cgroups' over its own window within 5 % of the other's, and memory within 2 %.
 func compareServers(t *testing.T, ring, ms reading) {
 	t.Helper()
-	same := ring.ts.Equal(ms.ts)
 	for _, c := range sortedKeys(ms.cpu) {
-		diff := (ring.cpu[c] - ms.cpu[c]) / ms.cpu[c]
-		t.Logf("pair %s/%s %-6s: metrics-ring %.4f cores, metrics-server %.4f (%+.2f%%), memory %d / %d (same sample: %v)",
-			ring.ts.Format("15:04:05.000"), ms.ts.Format("15:04:05.000"), c, ring.cpu[c], ms.cpu[c], 100*diff, ring.mem[c], ms.mem[c], same)
+		diff := ring.ratio[c] - ms.ratio[c]
+		mem := float64(ring.mem[c]-ms.mem[c]) / float64(ms.mem[c])
+		t.Logf("pair %s/%s %-6s: metrics-ring %.4f cores (%.4f of its cgroup window), metrics-server %.4f (%.4f): %+.2f%%; memory %d / %d (%+.2f%%)",
+			ring.ts.Format("15:04:05.000"), ms.ts.Format("15:04:05.000"), c, ring.cpu[c], ring.ratio[c], ms.cpu[c], ms.ratio[c], 100*diff, ring.mem[c], ms.mem[c], 100*mem)
 		if math.Abs(diff) > cpuTolerance {
-			t.Errorf("%s: metrics-ring serves %.4f cores (sample %s), metrics-server %.4f (sample %s): %+.1f%%, over %.0f%%",
-				c, ring.cpu[c], ring.ts.Format(time.StampMilli), ms.cpu[c], ms.ts.Format(time.StampMilli), 100*diff, 100*cpuTolerance)
+			t.Errorf("%s: metrics-ring serves %.4f of the cgroups' CPU (sample %s), metrics-server %.4f (sample %s): %+.1f%%, over %.0f%%",
+				c, ring.ratio[c], ring.ts.Format(time.StampMilli), ms.ratio[c], ms.ts.Format(time.StampMilli), 100*diff, 100*cpuTolerance)
 		}
-		if same && ring.mem[c] != ms.mem[c] {
-			t.Errorf("%s, sample %s: metrics-ring serves memory %d, metrics-server %d", c, ms.ts.Format(time.StampMilli), ring.mem[c], ms.mem[c])
+		if math.Abs(mem) > 0.02 {
+			t.Errorf("%s: metrics-ring serves memory %d (sample %s), metrics-server %d (sample %s): %+.1f%%, over 2%%",
+				c, ring.mem[c], ring.ts.Format(time.StampMilli), ms.mem[c], ms.ts.Format(time.StampMilli), 100*mem)
 		}
 	}
 }
