@@ -28,7 +28,7 @@ func TestMakeDemoCtrlC(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	cmd := exec.Command("make", "--no-print-directory", "demo", "DEMO_FLAGS=-nodes 1 -pods 1 -dir "+dir)
+	cmd := exec.Command("make", "--no-print-directory", "demo", "DEMO_FLAGS=-nodes 1 -pods 1 -real-node=false -dir "+dir)
 	cmd.Dir = root
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = pts, pts, pts
 	// A session of its own with the terminal as its controlling one: make is the foreground job, as in a shell.

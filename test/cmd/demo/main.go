@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -27,7 +26,7 @@ type options struct {
 	cache, dir                       string
 	nodes, pods, containers, nsCount int
 	resolution                       time.Duration
-	keep                             bool
+	keep, realNode                   bool
 }
 
 func main() {
@@ -40,6 +39,7 @@ func main() {
 	flag.IntVar(&o.nsCount, "namespaces", 3, "namespaces the pods are spread over")
 	flag.DurationVar(&o.resolution, "metric-resolution", 5*time.Second, "metrics-ring's --metric-resolution")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run folder (logs, certificates) after exit")
+	flag.BoolVar(&o.realNode, "real-node", true, "also start a real kubelet (containerd, runc) running a pod that burns 250m, when this machine can (root, Linux)")
 	flag.Parse()
 	giveBack := takeTerminal()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -94,8 +94,16 @@ func run(ctx context.Context, o options) error {
 	if err := sim.Register(ctx, cp.Client); err != nil {
 		return fmt.Errorf("registering simulated nodes and pods: %w", err)
 	}
-	simCA := filepath.Join(o.dir, "kubelet-ca.crt")
-	if err := os.WriteFile(simCA, sim.CACertPEM(), 0o600); err != nil {
+	nodes, pods := len(sim.Nodes()), len(sim.Pods())
+	var real *framework.RealNode
+	if o.realNode {
+		if real = startRealNode(ctx, cp, o.dir); real != nil {
+			defer real.Stop()
+			nodes, pods = nodes+1, pods+1
+		}
+	}
+	caBundle, err := kubeletCABundle(o.dir, sim.CACertPEM(), real)
+	if err != nil {
 		return err
 	}
 	truthURL, err := serveTruth(ctx, sim.TruthHandler())
@@ -109,7 +117,7 @@ func run(ctx context.Context, o options) error {
 	}
 	b, err := api.StartBackend(ctx, framework.BackendConfig{
 		Service: "metrics-ring-kubelet", IP: "127.0.0.2", Resolution: o.resolution,
-		Args: framework.KubeletSourceArgs(simCA),
+		Args: framework.KubeletSourceArgs(caBundle),
 	})
 	if err != nil {
 		return err
@@ -123,7 +131,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	fmt.Fprintln(os.Stderr, "waiting until kubectl top lists every node and pod...")
-	if err := waitTop(ctx, cp, len(sim.Nodes()), len(sim.Pods())); err != nil {
+	if err := waitTop(ctx, cp, nodes, pods); err != nil {
 		cp.DumpLogs(os.Stderr, 30)
 		return err
 	}
@@ -131,6 +139,10 @@ func run(ctx context.Context, o options) error {
 	for _, args := range [][]string{{"top", "nodes", "--show-swap"}, {"top", "pods", "-A", "--show-swap"}} {
 		out, _ := kubectl(ctx, cp, args...)
 		fmt.Printf("\n$ kubectl %s\n%s", strings.Join(args, " "), out)
+	}
+	if real != nil {
+		fmt.Printf("\n%s is a real kubelet on this machine (containerd, runc, cgroups): pod default/%s tries to burn %dm there\n"+
+			"(less when this machine's cores are busy: what kubectl top shows is what its cgroup used).\n", realNodeName, burnPod, burnMillicore)
 	}
 	fmt.Printf(`
 metrics-ring is serving metrics.k8s.io through kube-apiserver's aggregator. Explore it:
@@ -163,7 +175,7 @@ func kubectl(ctx context.Context, cp *framework.ControlPlane, args ...string) (s
 
 // waitTop waits until kubectl top shows every node (none <unknown>) and every pod.
 func waitTop(ctx context.Context, cp *framework.ControlPlane, nodes, pods int) error {
-	return framework.Poll(ctx, "kubectl top to list everything", time.Second, 3*time.Minute, func(ctx context.Context) (bool, error) {
+	return framework.Poll(ctx, "kubectl top to list everything", time.Second, realNodeWait, func(ctx context.Context) (bool, error) {
 		out, err := kubectl(ctx, cp, "top", "nodes", "--no-headers")
 		if err != nil {
 			return false, err

@@ -3,6 +3,7 @@ package realnode
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -99,3 +100,28 @@ func (k *kubeletReader) containers(ctx context.Context) (map[string]containerSam
 
 // key is how containers keys a container.
 func key(pod, container string) string { return strings.Join([]string{namespace, pod, container}, "/") }
+
+// podLines are the raw lines of /metrics/resource about the pod's containers (CPU, memory and start time), as
+// the kubelet wrote them: two containers under one name show as two lines of a series.
+func (k *kubeletReader) podLines(ctx context.Context, pod string) ([]string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, k.url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := k.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", k.url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", k.url, err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(l, "container_") && strings.Contains(l, `pod="`+pod+`"`) && strings.Contains(l, `namespace="`+namespace+`"`) {
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
