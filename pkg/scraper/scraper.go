@@ -85,9 +85,10 @@ func New(o Options, nodes NodeLister) (*Scraper, error) {
 		retain: retainFor(0)}, nil
 }
 
-// Budget is how long one cycle may take: the request timeout, or the resolution when that is shorter (as in
-// metrics-server), so that one slow kubelet cannot hold back every other node's next sample.
-func (s *Scraper) Budget() time.Duration { return min(s.opts.Timeout, s.opts.Resolution) }
+// Budget is how long one cycle may take: the request timeout, which cmd fits within the resolution
+// (collect.FitTimeout and collect.MaxTimeout, as in metrics-server), so that one slow kubelet cannot hold back every
+// other node's next sample.
+func (s *Scraper) Budget() time.Duration { return s.opts.Timeout }
 
 // Collect runs one cycle within ctx's deadline (the loop's, Budget): it scrapes every selected node, hands each
 // node's batch to add, and reports the cycle's outcome: a success when at least one node (or no node at all) was

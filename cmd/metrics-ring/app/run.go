@@ -92,7 +92,7 @@ func Wire(o *Options, client kubernetes.Interface, restConfig *rest.Config) (*Wi
 	if _, err := nodeInformer.AddEventHandler(nodeCapacities(store)); err != nil {
 		return nil, fmt.Errorf("node informer: %w", err)
 	}
-	so, err := o.Kubelet.ScraperOptions(o.MetricResolution, restConfig)
+	so, err := o.Kubelet.ScraperOptions(restConfig)
 	if err != nil {
 		return nil, err
 	}
