@@ -100,7 +100,11 @@ func (a *Adapter) Collect(ctx context.Context, add storage.AppendFunc) storage.O
 			failed = failed || !q.optional
 		}
 	}
-	stored, mapErr := a.store(results, add)
+	byQuery := make(map[*query]model.Vector, len(qs))
+	for i, q := range qs {
+		byQuery[q] = results[i].vec
+	}
+	stored, mapErr := a.store(byQuery, add)
 	if mapErr != nil {
 		errs, failed = append(errs, mapErr), true
 	}
@@ -112,9 +116,9 @@ func (a *Adapter) Collect(ctx context.Context, add storage.AppendFunc) storage.O
 // counts are how many nodes and containers a poll stored.
 type counts struct{ nodes, containers int }
 
-// store maps the queries' results to samples and hands them to add. A panic there loses what the poll had not stored,
+// store maps the queries' results (a query's vector by the query) to samples and hands them to add. A panic there loses what the poll had not stored,
 // not the process (DESIGN.md section 3): an error, counted, and logged with its stack once per streak of panics.
-func (a *Adapter) store(results []result, add storage.AppendFunc) (c counts, err error) {
+func (a *Adapter) store(results map[*query]model.Vector, add storage.AppendFunc) (c counts, err error) {
 	defer func() {
 		_, was := a.failing["mapping"]
 		if p := recover(); p != nil {
@@ -131,13 +135,11 @@ func (a *Adapter) store(results []result, add storage.AppendFunc) (c counts, err
 	}()
 	var sk skipped
 	qc := a.queries
-	var containerSwap, nodeSwap model.Vector
-	if len(results) > 4 {
-		containerSwap, nodeSwap = results[4].vec, results[5].vec
-	}
-	nodes := mapNodes(results[2].vec, results[3].vec, nodeSwap, &qc.nodeCPU, &qc.nodeMemory, qc.nodeSwap, &sk)
-	containers := mapContainers(results[0].vec, results[1].vec, containerSwap, &qc.containerCPU,
-		&qc.containerMemory, qc.containerSwap, &sk)
+	// A nil query (no swap rule) has no vector: a map's zero value.
+	nodes := mapNodes(results[&qc.nodeCPU], results[&qc.nodeMemory], results[qc.nodeSwap], &qc.nodeCPU,
+		&qc.nodeMemory, qc.nodeSwap, &sk)
+	containers := mapContainers(results[&qc.containerCPU], results[&qc.containerMemory], results[qc.containerSwap],
+		&qc.containerCPU, &qc.containerMemory, qc.containerSwap, &sk)
 	// Nodes and containers may average CPU over different windows, so they go in separate batches.
 	rej := add(&storage.Batch{CPU: storage.CPURate, Window: qc.nodeCPU.window, Nodes: nodes})
 	r2 := add(&storage.Batch{CPU: storage.CPURate, Window: qc.containerCPU.window, Containers: containers})
