@@ -30,9 +30,10 @@ type Adapter struct {
 	queries *queries
 	now     func() time.Time
 
-	// failing remembers which queries failed ("error") or warned ("warning") in the previous poll, and whether
-	// series were skipped, to log once per streak.
-	failing map[string]string
+	// Streaks, logged when they begin, change and end: each query's ("error", "warning" or "panic"; by its
+	// name), a poll's results lost to a panic while mapping them, series that cannot be served.
+	queryStreaks    map[string]*logonly.Streak[string]
+	mapping, series logonly.Streak[bool]
 }
 
 // New loads and checks the config and builds the HTTP client: every problem is reported here, at start-up.
@@ -57,7 +58,7 @@ func New(o Options) (*Adapter, error) {
 	for _, q := range q.all() {
 		klog.V(1).InfoS("Prometheus query", "query", q.name, "promql", q.promql, "window", q.window)
 	}
-	return &Adapter{client: c, queries: q, now: o.Now, failing: map[string]string{}}, nil
+	return &Adapter{client: c, queries: q, now: o.Now, queryStreaks: map[string]*logonly.Streak[string]{}}, nil
 }
 
 // Budget is how long one poll may take: the queries run at once, each within the query timeout (and the moment
@@ -100,7 +101,11 @@ func (a *Adapter) Collect(ctx context.Context, add storage.AppendFunc) storage.O
 			failed = failed || !q.optional
 		}
 	}
-	stored, mapErr := a.store(results, add)
+	byQuery := make(map[*query]model.Vector, len(qs))
+	for i, q := range qs {
+		byQuery[q] = results[i].vec
+	}
+	stored, mapErr := a.store(byQuery, add)
 	if mapErr != nil {
 		errs, failed = append(errs, mapErr), true
 	}
@@ -112,32 +117,30 @@ func (a *Adapter) Collect(ctx context.Context, add storage.AppendFunc) storage.O
 // counts are how many nodes and containers a poll stored.
 type counts struct{ nodes, containers int }
 
-// store maps the queries' results to samples and hands them to add. A panic there loses what the poll had not stored,
+// store maps the queries' results (a query's vector by the query) to samples and hands them to add. A panic there loses what the poll had not stored,
 // not the process (DESIGN.md section 3): an error, counted, and logged with its stack once per streak of panics.
-func (a *Adapter) store(results []result, add storage.AppendFunc) (c counts, err error) {
+func (a *Adapter) store(results map[*query]model.Vector, add storage.AppendFunc) (c counts, err error) {
 	defer func() {
-		_, was := a.failing["mapping"]
-		if p := recover(); p != nil {
+		p := recover()
+		change := a.mapping.Set(p != nil)
+		if p != nil {
 			err = logonly.Recovered(p, "mapping the results")
 			mappingPanics.Inc()
-			if !was {
-				a.failing["mapping"] = "panic"
-				klog.ErrorS(err, "Prometheus results lost; will log again when a poll maps", logonly.KV(err)...)
-			}
-		} else if was {
-			delete(a.failing, "mapping")
+		}
+		switch change {
+		case logonly.Began:
+			klog.ErrorS(err, "Prometheus results lost; will log again when a poll maps", logonly.KV(err)...)
+		case logonly.Ended:
 			klog.InfoS("Prometheus results are mapped again")
 		}
 	}()
 	var sk skipped
 	qc := a.queries
-	var containerSwap, nodeSwap model.Vector
-	if len(results) > 4 {
-		containerSwap, nodeSwap = results[4].vec, results[5].vec
-	}
-	nodes := mapNodes(results[2].vec, results[3].vec, nodeSwap, &qc.nodeCPU, &qc.nodeMemory, qc.nodeSwap, &sk)
-	containers := mapContainers(results[0].vec, results[1].vec, containerSwap, &qc.containerCPU,
-		&qc.containerMemory, qc.containerSwap, &sk)
+	// A nil query (no swap rule) has no vector: a map's zero value.
+	nodes := mapNodes(results[&qc.nodeCPU], results[&qc.nodeMemory], results[qc.nodeSwap], &qc.nodeCPU,
+		&qc.nodeMemory, qc.nodeSwap, &sk)
+	containers := mapContainers(results[&qc.containerCPU], results[&qc.containerMemory], results[qc.containerSwap],
+		&qc.containerCPU, &qc.containerMemory, qc.containerSwap, &sk)
 	// Nodes and containers may average CPU over different windows, so they go in separate batches.
 	rej := add(&storage.Batch{CPU: storage.CPURate, Window: qc.nodeCPU.window, Nodes: nodes})
 	r2 := add(&storage.Batch{CPU: storage.CPURate, Window: qc.containerCPU.window, Containers: containers})
@@ -199,14 +202,15 @@ func (a *Adapter) account(q *query, r *result) {
 	case len(r.warnings) > 0:
 		state = "warning"
 	}
-	prev, was := a.failing[q.name]
-	switch {
-	case state == "" && was:
-		delete(a.failing, q.name)
+	streak := a.queryStreaks[q.name]
+	if streak == nil {
+		streak = &logonly.Streak[string]{}
+		a.queryStreaks[q.name] = streak
+	}
+	switch streak.Set(state) {
+	case logonly.Ended:
 		klog.InfoS("Prometheus query recovered", "query", q.name)
-	case state == "":
-	case prev != state:
-		a.failing[q.name] = state
+	case logonly.Began, logonly.Changed:
 		if r.err != nil {
 			klog.ErrorS(r.err, "Prometheus query failed; will log again when it recovers",
 				append([]any{"query", q.name, "promql", q.promql}, logonly.KV(r.err)...)...)
@@ -222,20 +226,13 @@ func (a *Adapter) reportSkipped(sk skipped, rej storage.Rejection) {
 			seriesSkipped.WithLabelValues(reason).Add(float64(n))
 		}
 	}
-	state := ""
-	if sk != (skipped{}) || rej.Total() > 0 || rej.Predecessor > 0 {
-		state = "skipped"
-	}
-	_, was := a.failing["series"]
-	switch {
-	case state != "" && !was:
-		a.failing["series"] = state
+	switch a.series.Set(sk != (skipped{}) || rej.Total() > 0 || rej.Predecessor > 0) {
+	case logonly.Began:
 		klog.InfoS("Some Prometheus series cannot be served; will log again when all can", "unmapped", sk.unmapped,
 			"duplicate", sk.duplicate, "partial", sk.partial, "invalid", rej.Invalid, "zero", rej.Zero,
 			"implausible", rej.Implausible, "invalidSwap", rej.InvalidSwap, "predecessor", rej.Predecessor,
 			"example", cmp.Or(rej.Example, rej.PredecessorPod))
-	case state == "" && was:
-		delete(a.failing, "series")
+	case logonly.Ended:
 		klog.InfoS("Every Prometheus series can be served again")
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/yaml"
 )
 
 func TestRealConfigsRenderValidClusterWidePromQL(t *testing.T) {
@@ -120,12 +122,37 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		f.Add(b)
 	}
+	// A config that parses, written back, parses to the same rules and renders the same queries (or fails to
+	// compile as it did): nothing an operator wrote is lost or changed on the way to PromQL.
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := parseConfig(data)
 		if err != nil {
 			return
 		}
-		_, _ = compile(cfg.ResourceRules) // must not panic
+		qs, err := compile(cfg.ResourceRules)
+		out, mErr := yaml.Marshal(config{ResourceRules: cfg.ResourceRules})
+		if mErr != nil {
+			t.Fatalf("the parsed rules %+v do not write back: %v", cfg.ResourceRules, mErr)
+		}
+		again, pErr := parseConfig(out)
+		if pErr != nil {
+			t.Fatalf("the parsed rules, written back as\n%s\ndo not parse: %v", out, pErr)
+		}
+		qs2, err2 := compile(again.ResourceRules)
+		if (err == nil) != (err2 == nil) {
+			t.Fatalf("compiling: %v; written back as\n%s\ncompiling: %v", err, out, err2)
+		}
+		if err != nil {
+			return
+		}
+		for i, q := range qs.all() {
+			if i >= len(qs2.all()) || *q != *qs2.all()[i] {
+				t.Fatalf("query %s renders %+v; written back as\n%s\nit renders %+v", q.name, *q, out, qs2.all())
+			}
+		}
+		if len(qs.all()) != len(qs2.all()) {
+			t.Fatalf("%d queries; written back as\n%s\n%d", len(qs.all()), out, len(qs2.all()))
+		}
 	})
 }
 

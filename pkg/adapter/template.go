@@ -53,22 +53,22 @@ func compile(r *resourceRules) (*queries, error) {
 	}
 	var q queries
 	for _, c := range []struct {
-		out      *query
-		name     string
-		rule     *resourceRule
-		template string
-		node     bool
+		out       *query
+		name      string
+		rule      *resourceRule
+		template  string
+		node, cpu bool
 	}{
-		{&q.containerCPU, "container cpu", &r.CPU, r.CPU.ContainerQuery, false},
-		{&q.containerMemory, "container memory", &r.Memory, r.Memory.ContainerQuery, false},
-		{&q.nodeCPU, "node cpu", &r.CPU, r.CPU.NodeQuery, true},
-		{&q.nodeMemory, "node memory", &r.Memory, r.Memory.NodeQuery, true},
+		{&q.containerCPU, "container cpu", &r.CPU, r.CPU.ContainerQuery, false, true},
+		{&q.containerMemory, "container memory", &r.Memory, r.Memory.ContainerQuery, false, false},
+		{&q.nodeCPU, "node cpu", &r.CPU, r.CPU.NodeQuery, true, true},
+		{&q.nodeMemory, "node memory", &r.Memory, r.Memory.NodeQuery, true, false},
 	} {
 		out, err := compileOne(c.name, c.rule, c.template, c.node)
 		if err != nil {
 			return nil, err
 		}
-		if strings.HasSuffix(c.name, "cpu") {
+		if c.cpu { // a rate: its window is served
 			if window > 0 {
 				out.window = window
 			} else if out.window == 0 {

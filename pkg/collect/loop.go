@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"sync"
 	"time"
 
@@ -96,80 +95,6 @@ func (l *Loop) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
-		}
-	}
-}
-
-// Warm collects before the first cycle, so that the source's connections are open then and each series has a sample
-// already. At a cold start of a large cluster the kubelets' TLS handshakes are most of a first cycle's work (about
-// 0.75 ms of CPU a node, ours and the kubelet's: BENCHMARKS.md), and the pod informer's initial list takes seconds
-// more than the node informer's (15 to 30 s at 300,000 pods), so cmd warms the kubelet source once the nodes are
-// known, while the pods are still being listed, and cancels ctx once they are. What the warm-up collected is neither
-// stored nor published then: whose pod is whose is not known yet (DESIGN.md section 2, "Whose samples count"). The
-// newest batch of each node is kept and appended at the start of the first cycle, once the pods are known and if it
-// is at least half a resolution old (appendWarmed), so storage judges it as any other; a series that needs two
-// samples is then servable after the first cycle rather than the second, a resolution sooner (its window says the
-// longer span). Each round runs within the source's budget; when one runs out of budget before the nodes (at 10,000
-// nodes one reached 5,000 to 10,000 of them), another follows, of only the nodes not reached when the source can
-// tell them (a retrier), at most maxWarmRounds. A round that ran out of nodes instead (a kubelet that refuses at
-// once) ends the warm-up: another would only repeat it. It must return before Run starts.
-func (l *Loop) Warm(ctx context.Context) {
-	for round := 1; round <= maxWarmRounds && l.warm(ctx, round); round++ {
-	}
-}
-
-// maxWarmRounds bounds the warm-up when the pods take long to list: six budgets, a minute by default.
-const maxWarmRounds = 6
-
-// retrier is a source that can collect from only what its previous collection did not reach (the scraper).
-type retrier interface {
-	Retry(ctx context.Context, add storage.AppendFunc) storage.Outcome
-}
-
-// warm runs one round of Warm and says whether another would reach more.
-func (l *Loop) warm(ctx context.Context, round int) (more bool) {
-	start := l.opts.Now()
-	budget, cancel := context.WithTimeout(ctx, l.src.Budget())
-	defer cancel()
-	var o storage.Outcome
-	if r, ok := l.src.(retrier); ok && round > 1 {
-		o = r.Retry(budget, l.keepWarmed)
-	} else {
-		o = l.src.Collect(budget, l.keepWarmed)
-	}
-	klog.InfoS("Warmed up the source's connections before the first cycle", "source", l.opts.Source,
-		"round", round, "reached", o.Reached, "tried", o.Listed, "duration", l.opts.Now().Sub(start))
-	return o.Reached < o.Listed && ctx.Err() == nil && errors.Is(budget.Err(), context.DeadlineExceeded)
-}
-
-// keepWarmed keeps a copy of one batch the warm-up collected (a source reuses its batches), the newest of its key.
-// Its strings are the source's and immutable; only the slices are copied. At 10,000 nodes of 30 pods that is about
-// 40 MB until the first cycle appends it.
-func (l *Loop) keepWarmed(b *storage.Batch) storage.Rejection {
-	c := *b
-	c.Nodes, c.Containers = slices.Clone(b.Nodes), slices.Clone(b.Containers)
-	at := l.opts.Now()
-	l.warmMu.Lock()
-	defer l.warmMu.Unlock()
-	if l.warmed == nil {
-		l.warmed = map[string]warmBatch{}
-	}
-	l.warmed[b.Key] = warmBatch{&c, at}
-	return storage.Rejection{} // judged when appended: a pod's node is not known yet
-}
-
-// appendWarmed appends to the first cycle what the warm-up kept at least half a resolution before now, and lets
-// all of it go. A younger one would make the first rates span a fraction of the window the API promises, and so
-// be noisier than any later (a small cluster's pods are listed within a second); a kubelet refreshes its stats
-// about every 10 s, so it would mostly be a repeat anyway.
-func (l *Loop) appendWarmed(c *storage.Cycle, now time.Time) {
-	l.warmMu.Lock()
-	warmed := l.warmed
-	l.warmed = nil
-	l.warmMu.Unlock()
-	for _, w := range warmed {
-		if now.Sub(w.at) >= l.opts.Resolution/2 {
-			c.Append(w.b)
 		}
 	}
 }

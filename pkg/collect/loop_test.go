@@ -47,6 +47,11 @@ func (f *fakeSource) Collect(ctx context.Context, add storage.AppendFunc) storag
 	return f.outcome
 }
 
+// Retry makes fakeSource a Warmer; it collects as Collect does.
+func (f *fakeSource) Retry(ctx context.Context, add storage.AppendFunc) storage.Outcome {
+	return f.Collect(ctx, add)
+}
+
 func (f *fakeSource) count() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -229,6 +234,11 @@ type kubeletSource struct {
 
 func (k *kubeletSource) Budget() time.Duration { return time.Minute }
 
+// Retry makes kubeletSource a Warmer; it collects as Collect does.
+func (k *kubeletSource) Retry(ctx context.Context, add storage.AppendFunc) storage.Outcome {
+	return k.Collect(ctx, add)
+}
+
 func (k *kubeletSource) Collect(ctx context.Context, add storage.AppendFunc) storage.Outcome {
 	d, _ := ctx.Deadline()
 	k.deadlines = append(k.deadlines, d)
@@ -363,5 +373,35 @@ func TestWarmRounds(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second || synced.collects.Load()+synced.retries.Load() != 1 {
 		t.Errorf("a warm-up whose context ended: %d rounds in %s, want the one, ended with the context",
 			synced.collects.Load()+synced.retries.Load(), d)
+	}
+}
+
+// TestWarmOnlyWarmers: a source that is not a Warmer (the Prometheus source) is not collected before the first
+// cycle: a poll thrown away would cost Prometheus a whole query for nothing.
+func TestWarmOnlyWarmers(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		warmer bool
+		polls  int
+	}{
+		{"a Warmer is warmed", true, 1},
+		{"a plain Source is not", false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := &fakeSource{budget: time.Minute}
+			var as Source = src
+			if !tc.warmer {
+				as = struct{ Source }{src} // hides Retry
+			}
+			l, err := New(as, storage.New(storage.Options{Source: "prometheus"}), Options{Source: "test",
+				Resolution: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Warm(t.Context())
+			if n := src.count(); n != tc.polls {
+				t.Errorf("%d collections before the first cycle, want %d", n, tc.polls)
+			}
+		})
 	}
 }

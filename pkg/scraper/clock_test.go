@@ -62,7 +62,7 @@ func TestKubeletClockSkew(t *testing.T) {
 			})
 			ours := now // our clock: one resolution per scrape, whatever the kubelet's says
 			store := storage.New(storage.Options{Resolution: 10 * time.Second, Now: func() time.Time { return ours }})
-			s, err := newScraper(Options{InsecureTLS: true, UseNodeStatusPort: true, Resolution: 10 * time.Second},
+			s, err := newScraper(Options{InsecureTLS: true, UseNodeStatusPort: true},
 				&fakeLister{nodes: []*corev1.Node{nodeFor(t, "skewed", k)}}, stored{store})
 			if err != nil {
 				t.Fatal(err)

@@ -54,7 +54,7 @@ func TestNoLeaksAcrossFailingCycles(t *testing.T) {
 
 	store := storage.New(storage.Options{Resolution: time.Second})
 	s, err := newScraper(Options{InsecureTLS: true, UseNodeStatusPort: true, Timeout: 100 * time.Millisecond,
-		MaxResponseBytes: int64(len(fixture)) + 1024, Resolution: time.Second}, &fakeLister{nodes: nodes}, stored{store})
+		MaxResponseBytes: int64(len(fixture)) + 1024}, &fakeLister{nodes: nodes}, stored{store})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
-
-	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
 // Defaults of the kubelet flags, following metrics-server's manifests (DESIGN.md section 2). DefaultOptions gathers
@@ -29,7 +27,6 @@ var DefaultAddressTypes = []corev1.NodeAddressType{corev1.NodeInternalIP, corev1
 
 // Options configure a Scraper. Zero values take the defaults of DefaultOptions (Compression's zero is off).
 type Options struct {
-	Resolution            time.Duration            // --metric-resolution (default storage.DefaultResolution; 1s must work)
 	Timeout               time.Duration            // --kubelet-request-timeout (default 10s); per request
 	Concurrency           int                      // concurrent scrapes at least (default 50); more for large clusters (pace.go)
 	MaxResponseBytes      int64                    // response-size cap (default 10 MiB)
@@ -54,7 +51,6 @@ type Options struct {
 // DefaultOptions are the defaults of every setting, the kubelet flags' defaults among them.
 func DefaultOptions() Options {
 	return Options{
-		Resolution:            storage.DefaultResolution,
 		Timeout:               DefaultTimeout,
 		Concurrency:           DefaultConcurrency,
 		MaxResponseBytes:      DefaultMaxResponseBytes,
@@ -69,7 +65,6 @@ func DefaultOptions() Options {
 // complete returns o with its zero values replaced by the defaults, or the reasons it is unusable.
 func (o Options) complete() (Options, error) {
 	d := DefaultOptions()
-	orDefault(&o.Resolution, d.Resolution)
 	orDefault(&o.Timeout, d.Timeout)
 	orDefault(&o.Concurrency, d.Concurrency)
 	orDefault(&o.MaxResponseBytes, d.MaxResponseBytes)
@@ -94,9 +89,9 @@ func orDefault[T comparable](v *T, d T) {
 // words where metrics-server has the check. Zero values are checked as they are (New fills in the defaults first).
 func (o Options) Validate() []error {
 	var errs []error
-	if o.Resolution <= 0 || o.Concurrency <= 0 || o.MaxResponseBytes <= 0 {
-		errs = append(errs, fmt.Errorf("scraper settings must be positive: resolution %v, concurrency %d, max response bytes %d",
-			o.Resolution, o.Concurrency, o.MaxResponseBytes))
+	if o.Concurrency <= 0 || o.MaxResponseBytes <= 0 {
+		errs = append(errs, fmt.Errorf("scraper settings must be positive: concurrency %d, max response bytes %d",
+			o.Concurrency, o.MaxResponseBytes))
 	}
 	if o.Scheme != "https" && o.Scheme != "http" {
 		errs = append(errs, fmt.Errorf("kubelet scheme %q is neither https nor http", o.Scheme))

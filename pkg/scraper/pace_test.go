@@ -47,7 +47,7 @@ func TestSlowKubeletsGetMoreWorkers(t *testing.T) {
 	}
 	store := newFakeStore()
 	s, err := newScraper(Options{InsecureTLS: true, UseNodeStatusPort: true, Concurrency: 1,
-		Resolution: 2 * time.Second, Timeout: 2 * time.Second}, &fakeLister{nodes: nodes}, store)
+		Timeout: 2 * time.Second}, &fakeLister{nodes: nodes}, store)
 	if err != nil {
 		t.Fatal(err)
 	}

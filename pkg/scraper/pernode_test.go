@@ -86,7 +86,7 @@ func BenchmarkRetainedPerNode(b *testing.B) {
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			s, err := New(Options{Timeout: time.Second, Resolution: time.Second, Compression: true}, l)
+			s, err := New(Options{Timeout: time.Second, Compression: true}, l)
 			if err != nil {
 				b.Fatal(err)
 			}

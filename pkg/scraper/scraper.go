@@ -40,21 +40,19 @@ type Scraper struct {
 	retain int
 	// Bodies read this cycle and their bytes, for the next cycle's retain.
 	bodies, bodyBytes atomic.Int64
-	// panicking says the previous cycle was lost to a panic outside any one node's scrape: logged once per streak.
-	panicking bool
+	// panicking: the previous cycle was lost to a panic outside any one node's scrape (logged once per streak).
+	panicking logonly.Streak[bool]
 }
 
-// nodeState is what the scraper remembers of a node between cycles.
+// nodeState is what the scraper remembers of a node between cycles: its parser and its streaks, each logged
+// when it begins and ends.
 type nodeState struct {
-	parser    *parser
-	cycle     uint64 // the newest cycle that listed the node
-	failures  int    // consecutive failed scrapes: the error is logged at the first only
-	rejecting bool   // storage rejected samples at the previous scrape
-	foreign   bool   // the previous response reported pods bound to other nodes
-	// predecessor: the previous response reported samples of pods' predecessors under their names
-	predecessor bool
-	lossy       bool // the previous response lost lines or samples
-	panicking   bool // the previous scrape panicked
+	parser   *parser
+	cycle    uint64 // the newest cycle that listed the node
+	failures int    // consecutive failed scrapes: the error is logged at the first only
+	// Streaks of the node's responses: storage rejected samples, they reported pods bound to other nodes or
+	// samples of pods' predecessors under their names, they lost lines or samples, the scrape panicked.
+	rejecting, foreign, predecessor, lossy, panicking logonly.Streak[bool]
 }
 
 // worker is one concurrent scrape slot; its buffer and batch are reused for every node it scrapes.
@@ -85,9 +83,10 @@ func New(o Options, nodes NodeLister) (*Scraper, error) {
 		retain: retainFor(0)}, nil
 }
 
-// Budget is how long one cycle may take: the request timeout, or the resolution when that is shorter (as in
-// metrics-server), so that one slow kubelet cannot hold back every other node's next sample.
-func (s *Scraper) Budget() time.Duration { return min(s.opts.Timeout, s.opts.Resolution) }
+// Budget is how long one cycle may take: the request timeout, which cmd fits within the resolution
+// (collect.FitTimeout and collect.MaxTimeout, as in metrics-server), so that one slow kubelet cannot hold back every
+// other node's next sample.
+func (s *Scraper) Budget() time.Duration { return s.opts.Timeout }
 
 // Collect runs one cycle within ctx's deadline (the loop's, Budget): it scrapes every selected node, hands each
 // node's batch to add, and reports the cycle's outcome: a success when at least one node (or no node at all) was
@@ -251,14 +250,12 @@ func (s *Scraper) store(node, url string, size int, w *worker, st *nodeState, st
 	countInvalid(stats)
 	ref := klog.KRef("", node)
 	st.logRejections(ref, rej)
-	lossy := stats.problems()
-	if lossy && !st.lossy {
+	if st.lossy.Set(stats.problems()) == logonly.Began {
 		klog.ErrorS(stats.FirstError, "Kubelet response lost lines or samples", "node", ref,
 			"badLines", stats.BadLines, "truncated", stats.Truncated, "duplicates", stats.Duplicates,
 			"missingLabels", stats.MissingLabels, "incompleteContainers", stats.Incomplete,
 			"nodeMissing", stats.NodeMissing, "badStartTimes", stats.BadStartTime)
 	}
-	st.lossy = lossy
 	if stats.ScrapeError {
 		klog.V(2).InfoS("Kubelet reports resource_scrape_error", "node", ref)
 	}
@@ -277,12 +274,11 @@ func (s *Scraper) failed(node string, st *nodeState, err error) {
 	requestsTotal.WithLabelValues(outcome).Inc()
 	nodeUp.WithLabelValues(node).Set(0)
 	st.failures++
-	if st.failures == 1 || panicked && !st.panicking {
+	if began := st.panicking.Set(panicked) == logonly.Began; st.failures == 1 || began {
 		klog.ErrorS(err, "Failed to scrape node", append([]any{"node", klog.KRef("", node)}, logonly.KV(err)...)...)
 	} else {
 		klog.V(4).InfoS("Scraping node still fails", "node", klog.KRef("", node), "failedScrapes", st.failures, "err", err)
 	}
-	st.panicking = panicked
 }
 
 // cycleError is a cycle's error: which nodes failed and why. Unwrap gives every node's error.

@@ -263,22 +263,21 @@ func TestRejectionsCounted(t *testing.T) {
 	}
 }
 
-// TestBudget: a cycle is bounded by the request timeout, or by the resolution when that is shorter, so one slow
-// kubelet cannot hold back every other node's next sample.
+// TestBudget: a cycle is bounded by the request timeout (the default when none is given).
 func TestBudget(t *testing.T) {
 	for _, tc := range []struct {
-		resolution, timeout, want time.Duration
+		timeout, want time.Duration
 	}{
-		{15 * time.Second, 10 * time.Second, 10 * time.Second},
-		{time.Second, 10 * time.Second, time.Second},
-		{0, 0, DefaultTimeout},
+		{10 * time.Second, 10 * time.Second},
+		{900 * time.Millisecond, 900 * time.Millisecond},
+		{0, DefaultTimeout},
 	} {
-		s, err := New(Options{Resolution: tc.resolution, Timeout: tc.timeout}, &fakeLister{})
+		s, err := New(Options{Timeout: tc.timeout}, &fakeLister{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := s.Budget(); got != tc.want {
-			t.Errorf("resolution %v, timeout %v: budget %v, want %v", tc.resolution, tc.timeout, got, tc.want)
+			t.Errorf("timeout %v: budget %v, want %v", tc.timeout, got, tc.want)
 		}
 	}
 }

@@ -20,16 +20,15 @@ import (
 func (s *Scraper) guarded(ctx context.Context, add storage.AppendFunc, unreached bool) (o storage.Outcome) {
 	defer func() {
 		r := recover()
+		began := s.panicking.Set(r != nil) == logonly.Began
 		if r == nil {
-			s.panicking = false
 			return
 		}
 		err := logonly.Recovered(r, "kubelet source: collection cycle")
 		cyclePanics.Inc()
-		if !s.panicking {
+		if began {
 			klog.ErrorS(err, "Collection cycle lost; will log again after a cycle that does not panic", logonly.KV(err)...)
 		}
-		s.panicking = true
 		o = storage.Outcome{Err: err}
 	}()
 	return s.collect(ctx, add, unreached)

@@ -61,9 +61,9 @@ func (o *KubeletOptions) Validate() []error {
 }
 
 // ScraperOptions maps the flags onto the scraper's options.
-func (o *KubeletOptions) ScraperOptions(resolution time.Duration, restConfig *rest.Config) (scraper.Options, error) {
+func (o *KubeletOptions) ScraperOptions(restConfig *rest.Config) (scraper.Options, error) {
 	so, err := o.scraperOptions()
-	so.Resolution, so.RESTConfig = resolution, restConfig
+	so.RESTConfig = restConfig
 	return so, err
 }
 

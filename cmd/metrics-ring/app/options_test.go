@@ -101,7 +101,7 @@ func TestMetricsServerDeploymentArgs(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)
 		}
 	}
-	so, err := o.Kubelet.ScraperOptions(o.MetricResolution, nil)
+	so, err := o.Kubelet.ScraperOptions(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func TestFlags(t *testing.T) {
 		{name: "unknown flag", args: []string{"--no-such-flag"}, wantErr: "unknown flag"},
 		{name: "completely insecure is plain http", args: []string{"--deprecated-kubelet-completely-insecure"},
 			check: func(t *testing.T, o *Options) {
-				so, err := o.Kubelet.ScraperOptions(o.MetricResolution, nil)
+				so, err := o.Kubelet.ScraperOptions(nil)
 				if err != nil || so.Scheme != "http" {
 					t.Errorf("scheme %q err %v", so.Scheme, err)
 				}

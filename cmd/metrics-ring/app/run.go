@@ -53,7 +53,7 @@ type Wired struct {
 	Loop    *collect.Loop
 	start   func(stop <-chan struct{})
 	synced  []cache.InformerSynced
-	// warm, when set, says the loop warms the source (Loop.Warm) once it has: the kubelet source, once nodes synced.
+	// warm says when the loop may warm its source (Loop.Warm, which decides whether it does): once nodes synced.
 	warm cache.InformerSynced
 }
 
@@ -92,7 +92,7 @@ func Wire(o *Options, client kubernetes.Interface, restConfig *rest.Config) (*Wi
 	if _, err := nodeInformer.AddEventHandler(nodeCapacities(store)); err != nil {
 		return nil, fmt.Errorf("node informer: %w", err)
 	}
-	so, err := o.Kubelet.ScraperOptions(o.MetricResolution, restConfig)
+	so, err := o.Kubelet.ScraperOptions(restConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -133,19 +133,12 @@ func Wire(o *Options, client kubernetes.Interface, restConfig *rest.Config) (*Wi
 			podFactory.Start(stop)
 		},
 		synced: synced,
-		warm:   warmWhen(o.Source, nodeInformer.HasSynced),
+		warm:   nodeInformer.HasSynced,
 	}, nil
 }
 
-// warmWhen says when the source's connections are warmed before the first cycle (Loop.Warm): the kubelet source's,
-// once the nodes are known. The Prometheus source's one connection costs nothing to open, and a discarded poll
-// would cost Prometheus a whole query.
-func warmWhen(source string, nodesSynced cache.InformerSynced) cache.InformerSynced {
-	if source != SourceKubelet {
-		return nil
-	}
-	return nodesSynced
-}
+// The kubelet source is warmed before the first cycle (collect.Warmer); the Prometheus source is not.
+var _ collect.Warmer = (*scraper.Scraper)(nil)
 
 // Run starts the informers, warms the source once the nodes are known (Loop.Warm), starts the collection loop once
 // every informer has synced, and serves until ctx is done (SIGTERM). Then
@@ -162,7 +155,7 @@ func (w *Wired) Run(ctx context.Context) error {
 		warmed := make(chan struct{})
 		go func() {
 			defer close(warmed)
-			if w.warm != nil && cache.WaitForCacheSync(warming.Done(), w.warm) {
+			if cache.WaitForCacheSync(warming.Done(), w.warm) {
 				w.Loop.Warm(warming) // until the pods are known (synced), in rounds
 			}
 		}()
