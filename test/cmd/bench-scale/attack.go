@@ -32,8 +32,11 @@ type attackResult struct {
 	attackElapsed             time.Duration
 	builds, evicted, rejected float64
 	keptMax, keptEnd          float64
-	expectedCycles            float64
-	coll                      collection
+	// The server's own view of the lists' latency (apiserver_request_duration_seconds, over the whole phase):
+	// namespaced pod lists are the HPA clients', cluster-wide ones the attackers'.
+	serverHPA50, serverHPA99, serverAttack50 float64
+	expectedCycles                           float64
+	coll                                     collection
 }
 
 // Series of metrics-ring's /metrics the phase reads.
@@ -121,6 +124,13 @@ func runAttack(ctx context.Context, o options, t target, b *framework.Backend, c
 
 	actx, stopAttack := context.WithDeadline(pctx, deadline)
 	defer stopAttack()
+	var profiled chan error
+	if t.profiles && o.cpuProfile != "" {
+		// The attack's own CPU profile, to say where a missed goal went.
+		url, _ := cpuProfileURL(b.URL(), o.attackDuration)
+		profiled = make(chan error, 1)
+		go func() { profiled <- saveProfile(pctx, direct, url, fmt.Sprintf("%s.attack-%d", o.cpuProfile, users)) }()
+	}
 	var budget atomic.Int64
 	budget.Store(int64(o.attackMaxRequests))
 	tallies := make([]*attackTally, users)
@@ -130,7 +140,17 @@ func runAttack(ctx context.Context, o options, t target, b *framework.Backend, c
 	}
 	attack.Wait()
 	r.attackElapsed = time.Since(attackStart)
+	if t.profiles && o.heapProfile != "" {
+		if err := saveProfile(ctx, direct, b.URL()+"/debug/pprof/heap", fmt.Sprintf("%s.attack-%d", o.heapProfile, users)); err != nil {
+			return nil, err
+		}
+	}
 	fleet.Wait()
+	if profiled != nil {
+		if err := <-profiled; err != nil {
+			return nil, err
+		}
+	}
 	s1, m1, err := observe(ctx, b, direct)
 	if err != nil {
 		return nil, err
@@ -140,6 +160,11 @@ func runAttack(ctx context.Context, o options, t target, b *framework.Backend, c
 		r.hwm = s1.PeakRSS
 	}
 	r.keptEnd = m1.value(buildsKept)
+	const dur = "apiserver_request_duration_seconds"
+	list := []string{`resource="pods"`, `verb="LIST"`, `group="metrics.k8s.io"`}
+	r.serverHPA50 = histogramQuantileWhere(m0, m1, dur, 0.5, append(list, `scope="namespace"`)...)
+	r.serverHPA99 = histogramQuantileWhere(m0, m1, dur, 0.99, append(list, `scope="namespace"`)...)
+	r.serverAttack50 = histogramQuantileWhere(m0, m1, dur, 0.5, append(list, `scope="cluster"`)...)
 	r.builds = m1.value(buildsTotal) - m0.value(buildsTotal)
 	r.evicted = m1.value(buildsEvicted) - m0.value(buildsEvicted)
 	r.rejected = m1.sumOf(buildsRejected) - m0.sumOf(buildsRejected)

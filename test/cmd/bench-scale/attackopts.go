@@ -101,12 +101,16 @@ func (r *result) printAttack(t table) {
 		row("HPA latency during p50 / p99 / max", func(a *attackResult) string {
 			return durs(a.during.quantile(0.5), a.during.quantile(0.99), a.during.quantile(1))
 		})
+		row("  server's view (whole phase) p50 / p99", func(a *attackResult) string {
+			return seconds(a.serverHPA50) + " / " + seconds(a.serverHPA99)
+		})
 		row("HPA 429s / errors / wrong counts", func(a *attackResult) string {
 			return fmt.Sprintf("%d / %d / %d", a.alone.tooMany+a.during.tooMany, a.alone.errors+a.during.errors, a.alone.wrongCount+a.during.wrongCount)
 		})
 		row("attackers' lists: complete / 429 / errors / short", func(a *attackResult) string {
 			return fmt.Sprintf("%d / %d / %d / %d", a.attack.complete, a.attack.tooMany, a.attack.errors, a.attack.short)
 		})
+		row("attackers' list latency, server's view p50", func(a *attackResult) string { return seconds(a.serverAttack50) })
 		row("attackers' complete lists a second", func(a *attackResult) string {
 			return fmt.Sprintf("%.1f", float64(a.attack.complete)/a.attackElapsed.Seconds())
 		})

@@ -60,19 +60,35 @@ func scrapeMetrics(ctx context.Context, hc *http.Client, base string) (samples, 
 // scrapes, interpolating linearly inside a bucket as PromQL's histogram_quantile does. It is NaN when
 // nothing was observed and +Inf when the quantile falls in the +Inf bucket.
 func histogramQuantile(before, after samples, name string, q float64) float64 {
+	return histogramQuantileWhere(before, after, name, q)
+}
+
+// histogramQuantileWhere is histogramQuantile over the series of name whose labels hold every one of parts
+// (e.g. `scope="namespace"`), their buckets added up by bound.
+func histogramQuantileWhere(before, after samples, name string, q float64, parts ...string) float64 {
 	type bucket struct{ le, count float64 }
-	var bs []bucket
-	prefix := name + `_bucket{le="`
+	byLE := map[float64]float64{}
 	for series, v := range after {
-		rest, ok := strings.CutPrefix(series, prefix)
-		if !ok {
+		rest, ok := strings.CutPrefix(series, name+"_bucket{")
+		i := strings.LastIndex(rest, `le="`)
+		if !ok || i < 0 {
 			continue
 		}
-		le, err := strconv.ParseFloat(strings.TrimSuffix(rest, `"}`), 64)
+		le, err := strconv.ParseFloat(strings.TrimSuffix(rest[i+len(`le="`):], `"}`), 64)
 		if err != nil {
 			continue
 		}
-		bs = append(bs, bucket{le, v - before[series]})
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(rest[:i], p)
+		}
+		if all {
+			byLE[le] += v - before[series]
+		}
+	}
+	var bs []bucket
+	for le, n := range byLE {
+		bs = append(bs, bucket{le, n})
 	}
 	slices.SortFunc(bs, func(a, b bucket) int {
 		switch {
