@@ -24,7 +24,7 @@ import (
 func TestInitContainer(t *testing.T) {
 	needNode(t)
 	pod := podOn("init", workload("main", "-millicores=50"))
-	pod.Spec.InitContainers = []corev1.Container{workload("init", "-millicores=100", "-duration=30s")}
+	pod.Spec.InitContainers = []corev1.Container{workload("init", "-millicores=100", "-duration=20s")}
 	createPod(t, pod, func(p *corev1.Pod) error {
 		for _, s := range p.Status.InitContainerStatuses {
 			if s.State.Running != nil {
@@ -33,9 +33,9 @@ func TestInitContainer(t *testing.T) {
 		}
 		return fmt.Errorf("init container not running: %+v", p.Status.InitContainerStatuses)
 	})
-	// Across two of metrics-ring's cycles and one of metrics-server's while the init container runs.
+	// Across two of metrics-ring's cycles while the init container runs.
 	checked := 0
-	for end := time.Now().Add(2 * metricsServerResolution); time.Now().Before(end); time.Sleep(time.Second) {
+	for end := time.Now().Add(2*resolution + 2*time.Second); time.Now().Before(end); time.Sleep(time.Second) {
 		ctx := context.Background()
 		p, err := env.cp.Client.CoreV1().Pods(namespace).Get(ctx, "init", metav1.GetOptions{})
 		if err != nil {
