@@ -128,10 +128,12 @@ func (b *build[P]) shed() {
 	b.pagesMu.Unlock()
 }
 
-// genBuilds are the builds of one snapshot, kept until until once a newer snapshot is published.
+// genBuilds are the builds of one snapshot, kept until until once a newer snapshot is published. The cache holds
+// the snapshot meanwhile (handle), so a continue token whose build was evicted reads the same collection again.
 type genBuilds[P any] struct {
-	bySel map[string]*build[P]
-	until time.Time // each use leases the builds for buildLease more
+	bySel  map[string]*build[P]
+	until  time.Time       // each use leases the builds for buildLease more
+	handle *storage.Handle // nil when storage had let the snapshot go already
 }
 
 // buildLease is how long the builds of a snapshot are kept after their last use once a newer one is published: a
@@ -141,11 +143,11 @@ type genBuilds[P any] struct {
 // meanwhile, so the lease bounds time, not memory.
 const buildLease = 30 * time.Second
 
-// keptGenerations bounds the snapshots whose builds the cache holds at once. A build's entries point into its
-// snapshot's layers, so a kept build of a few pods keeps its whole snapshot alive, which the keeper's bytes do not
-// count: without this bound, one reader starting a small page-through every cycle and continuing each within the
-// lease would keep a snapshot a cycle alive. The least recently used generation goes first; its page-throughs
-// continue from the newest committed snapshot.
+// keptGenerations bounds the snapshots the cache holds at once (their builds and storage handles). A build's
+// entries point into its snapshot's layers, so a kept build of a few pods keeps its whole snapshot alive, which the
+// keeper's bytes do not count: without this bound, one reader starting a small page-through every cycle and
+// continuing each within the lease would keep a snapshot a cycle alive. The least recently used generation goes
+// first, its handle released; its page-throughs continue from the newest committed snapshot.
 const keptGenerations = 4
 
 // trimGens forgets the least recently used generations beyond keptGenerations, never keep (the one just added);
@@ -166,6 +168,7 @@ func (c *buildCache[P]) trimGens(keep uint64) []*build[P] {
 		for _, b := range c.gens[oldest].bySel {
 			out = append(out, b)
 		}
+		c.gens[oldest].handle.Release()
 		delete(c.gens, oldest)
 	}
 	return out
@@ -229,6 +232,7 @@ func (c *buildCache[P]) get(ctx context.Context, snap storage.Snapshot, sel scop
 		var forget []*build[P]
 		if g == nil {
 			g = &genBuilds[P]{bySel: map[string]*build[P]{}}
+			g.handle, _ = c.res.snaps.Hold(snap)
 			c.gens[gen] = g
 			go c.dropOn(snap.Changed(), gen)
 			forget = c.trimGens(gen)
@@ -386,6 +390,7 @@ func (c *buildCache[P]) dropOn(changed <-chan struct{}, gen uint64) {
 				for _, b := range g.bySel {
 					forget = append(forget, b)
 				}
+				g.handle.Release()
 			}
 			delete(c.gens, gen)
 			c.mu.Unlock()

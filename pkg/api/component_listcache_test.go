@@ -177,7 +177,7 @@ func TestListBuiltOnceUnderConcurrency(t *testing.T) {
 	c.cycle(nil, map[string]float64{"ns-a/p1": 0.1})
 	k := &hookedKind[storage.PodPoint]{kind: podKind{pods: cache.NewGenericLister(c.pods, podResource)},
 		block: make(chan struct{})}
-	s := newMetricsREST[storage.PodPoint](c.store, k)
+	s := newMetricsREST[storage.PodPoint](c.store, k, newReaders(Deps{}))
 	snap := c.store.Latest()
 	var wg sync.WaitGroup
 	got := make([]*build[storage.PodPoint], 50)

@@ -57,6 +57,9 @@ func (f *fakeMetrics) Committed() storage.Snapshot {
 	return cur
 }
 
+// Hold holds nothing: a fake keeps only its current generation.
+func (f *fakeMetrics) Hold(storage.Snapshot) (*storage.Handle, bool) { return nil, true }
+
 func (f *fakeMetrics) At(gen uint64) (storage.Snapshot, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

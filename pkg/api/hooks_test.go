@@ -54,6 +54,13 @@ func (k *hookedKind[P]) empty(namespace, name, rv string) runtime.Object {
 	return k.kind.empty(namespace, name, rv)
 }
 
+// heldGenerations counts the snapshots the cache holds builds of.
+func (c *buildCache[P]) heldGenerations() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.gens)
+}
+
 // fullLists counts the full lists the cache keeps built.
 func (c *buildCache[P]) fullLists() int {
 	c.mu.Lock()

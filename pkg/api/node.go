@@ -20,7 +20,11 @@ type NodeStorage = metricsREST[storage.NodePoint]
 // NewNodeStorage serves the nodes of lister that have metrics in m. nodeSelector (--node-selector) restricts the
 // nodes served to those scraped, as metrics-server does; nil means all.
 func NewNodeStorage(m Snapshots, lister NodeLister, nodeSelector labels.Requirements) *NodeStorage {
-	return newMetricsREST[storage.NodePoint](m, nodeKind{nodes: lister, nodeSelector: nodeSelector})
+	return newNodeStorage(m, lister, nodeSelector, newReaders(Deps{}))
+}
+
+func newNodeStorage(m Snapshots, lister NodeLister, nodeSelector labels.Requirements, r readers) *NodeStorage {
+	return newMetricsREST[storage.NodePoint](m, nodeKind{nodes: lister, nodeSelector: nodeSelector}, r)
 }
 
 // nodeKind is the per-kind part of NodeStorage.

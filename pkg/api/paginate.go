@@ -19,9 +19,9 @@ import (
 // Pagination (limit and continue) reads every page from the snapshot the first page read: the continue token
 // carries its resourceVersion, so the values of one paginated list come from one collection, and each page renews
 // the lease of that snapshot's builds (buildLease), so a page-through costs about one build however many publications
-// come between its pages. The first page reads the newest committed snapshot (storage's Committed), not the newest:
-// storage keeps a committed snapshot a page read for a few cycles, so a build evicted meanwhile (keeper) can be made
-// again from it. A token whose build and snapshot this replica does not keep (another replica's, see
+// come between its pages. The first page reads the newest committed snapshot (storage's Committed), not the newest,
+// and the build cache holds that snapshot (a storage handle) while the lease runs, so a build evicted meanwhile
+// (keeper) can be made again from it. A token whose build and snapshot this replica does not keep (another replica's, see
 // resourceversion.go, or one paged more slowly than the lease) continues after its key from the newest committed
 // snapshot: every object once, no error, as DESIGN.md section 2 says.
 

@@ -22,7 +22,11 @@ type PodStorage = metricsREST[storage.PodPoint]
 
 // NewPodStorage serves the Running pods of lister that have metrics in m.
 func NewPodStorage(m Snapshots, lister PodLister) *PodStorage {
-	return newMetricsREST[storage.PodPoint](m, podKind{pods: lister})
+	return newPodStorage(m, lister, newReaders(Deps{}))
+}
+
+func newPodStorage(m Snapshots, lister PodLister, r readers) *PodStorage {
+	return newMetricsREST[storage.PodPoint](m, podKind{pods: lister}, r)
 }
 
 // podKind is the per-kind part of PodStorage.

@@ -81,7 +81,7 @@ func notOurs(rv string) error {
 // tooOld is the 410 Gone of a resourceVersion of this run whose snapshot is no longer kept.
 func tooOld(v version, latest storage.Snapshot) error {
 	return apierrors.NewResourceExpired(fmt.Sprintf(
-		"too old resource version: %d (the newest is %d; %d publications are retained): list again",
+		"too old resource version: %d (the newest is %d; the %d newest publications are retained, and those a reader holds): list again",
 		v.gen, latest.Generation(), storage.RetainedViews))
 }
 

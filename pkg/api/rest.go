@@ -40,10 +40,25 @@ var (
 	_ rest.Lister               = &PodStorage{}
 )
 
-func newMetricsREST[P any](m Snapshots, k kind[P]) *metricsREST[P] {
-	s := &metricsREST[P]{info: k.info(), run: newRun(), kind: k, snaps: m, now: metav1.Now, limit: newBuildLimit(0),
-		watches: newWatchHub(0, 0)}
-	s.builds = newBuildCache(s, newKeeper(0))
+// readers is what the REST storages of one server share, so their bounds hold for both kinds together: the run
+// that names its resourceVersions, the watch bounds, the build slots and the budget of what builds keep.
+type readers struct {
+	run     string
+	watches *watchHub
+	limit   *buildLimit
+	keeper  *keeper
+}
+
+// newReaders bounds the readers of one server as Deps says (zero values: the defaults).
+func newReaders(d Deps) readers {
+	return readers{run: newRun(), watches: newWatchHub(d.MaxWatches, d.MaxWatchesPerUser),
+		limit: newBuildLimit(d.MaxBuilds), keeper: newKeeper(d.ReaderCacheBytes)}
+}
+
+func newMetricsREST[P any](m Snapshots, k kind[P], r readers) *metricsREST[P] {
+	s := &metricsREST[P]{info: k.info(), run: r.run, kind: k, snaps: m, now: metav1.Now, limit: r.limit,
+		watches: r.watches}
+	s.builds = newBuildCache(s, r.keeper)
 	s.feeds = newFeeds(s)
 	return s
 }

@@ -139,14 +139,11 @@ func NewServer(cfg *genericapiserver.Config, d Deps) (*genericapiserver.GenericA
 	if err != nil {
 		return nil, fmt.Errorf("creating the generic API server: %w", err)
 	}
-	nodes, pods := NewNodeStorage(d.Snapshots, d.Nodes, d.NodeSelector), NewPodStorage(d.Snapshots, d.Pods)
-	// One bound for both resources; shutdown ends every watch at once instead of waiting for their timeouts.
-	hub, limit := newWatchHub(d.MaxWatches, d.MaxWatchesPerUser), newBuildLimit(d.MaxBuilds)
-	nodes.watches, pods.watches = hub, hub
-	nodes.limit, pods.limit = limit, limit
-	pods.run = nodes.run // one run ID per server (one storage): resourceversion.go
-	kp := newKeeper(d.ReaderCacheBytes)
-	nodes.builds.keeper, pods.builds.keeper = kp, kp
+	// One run ID per server (one storage: resourceversion.go), and one bound of each kind for both resources;
+	// shutdown ends every watch at once instead of waiting for their timeouts.
+	r := newReaders(d)
+	hub := r.watches
+	nodes, pods := newNodeStorage(d.Snapshots, d.Nodes, d.NodeSelector, r), newPodStorage(d.Snapshots, d.Pods, r)
 	// Pre-shutdown hooks run as soon as shutdown starts, but watches are served through --shutdown-delay-duration
 	// like every other request (while /readyz fails and endpoints drain); the server stops accepting requests
 	// once both the delay and this hook are over.

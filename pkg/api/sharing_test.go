@@ -31,7 +31,7 @@ func hookedPods(t *testing.T, n int) (*cluster, *hookedKind[storage.PodPoint], *
 	}
 	c.cycle(nil, cpu)
 	k := &hookedKind[storage.PodPoint]{kind: podKind{pods: cache.NewGenericLister(c.pods, podResource)}}
-	return c, k, newMetricsREST[storage.PodPoint](c.store, k), cpu
+	return c, k, newMetricsREST[storage.PodPoint](c.store, k, newReaders(Deps{})), cpu
 }
 
 // TestReadersShareOneBuild: concurrent lists, pages and watches of one selection on one snapshot cause exactly one

@@ -12,12 +12,12 @@ import (
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
-// maxWatchLag is how many collection cycles' batches a watcher may have queued. One further behind could not resume
-// from where it is anyway (storage keeps the snapshots of the newest storage.RetainedViews publications, and cycles'
-// ends only while a reader pins them), so it is ended with 410 Gone and its client lists again: a slow client never
-// blocks the others nor holds more than this many cycles' events. Lag counts cycles, not batches: a cycle longer
-// than a second publishes several (storage's Cycle.Publish), each with part of its events.
-const maxWatchLag = storage.RetainedViews
+// maxWatchLag is how many collection cycles' batches a watcher may have queued before it is ended with 410 Gone and
+// its client lists again: a client that stopped reading gives its slot back within a minute at the default
+// resolution, and never blocks the others (what its queue holds meanwhile is charged to its user, keeper). Lag
+// counts cycles, not batches: a cycle longer than a second publishes several (storage's Cycle.Publish), each with
+// part of its events.
+const maxWatchLag = 4
 
 // maxQueuedBatches bounds a watcher's queue in batches too, whatever the cycles: 16 publications per cycle is a
 // cycle of 16 s or more.

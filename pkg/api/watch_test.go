@@ -244,6 +244,7 @@ func TestWatchResumesFromRetainedCollection(t *testing.T) {
 	c.addPod("ns-b", "p1")
 	g1 := c.cycle(nil, map[string]float64{"ns-a/p1": 0.1, "ns-a/p2": 0.2, "ns-b/p1": 0.3})
 	s := c.podStorage()
+	s.builds.lease = 0
 	ctx := genericapirequest.WithNamespace(context.Background(), "ns-a")
 	list, err := s.List(ctx, &metainternalversion.ListOptions{})
 	if err != nil || podList(t, list).ResourceVersion != versionAt(s, g1) {
@@ -261,8 +262,13 @@ func TestWatchResumesFromRetainedCollection(t *testing.T) {
 	defer w.Stop()
 	wantEvents(t, events(t, w, 3), "MODIFIED ns-a/p1", "DELETED ns-a/p2", "ADDED ns-a/p3")
 
+	// Builds hold their snapshot while leased (here not at all); once storage published RetainedViews newer ones,
+	// it is no longer retained.
 	for i := 0; i < storage.RetainedViews; i++ {
 		c.cycle(nil, map[string]float64{"ns-a/p1": 0.15})
+	}
+	for i := 0; i < 100 && s.builds.heldGenerations() > 0; i++ { // bounded, 2 s
+		time.Sleep(20 * time.Millisecond)
 	}
 	if _, err := s.Watch(ctx, &metainternalversion.ListOptions{ResourceVersion: versionAt(s, g1)}); !apierrors.IsResourceExpired(err) {
 		t.Errorf("resuming from a collection no longer retained: %v, want 410 Gone", err)

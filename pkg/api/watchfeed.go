@@ -49,6 +49,7 @@ type watchFeed[P any] struct {
 	base     int64     // what keep is charged for cur's entries
 	ended    *batch    // the batch that ended the feed's watchers, for any that join after it
 	snap     storage.Snapshot
+	handle   *storage.Handle // on snap: a client of the selection resumes from where its watchers are
 	watchers map[*watcher[P]]struct{}
 	users    map[string]int // watchers by user
 }
@@ -87,6 +88,7 @@ func (fs *watchFeeds[P]) join(ctx context.Context, w *watcher[P], sel scope) (*w
 			return nil, nil, err
 		}
 		f.cur, f.snap = b, snap
+		f.handle, _ = fs.res.snaps.Hold(snap)
 		f.lead(b)
 		go f.run()
 	}
@@ -186,6 +188,11 @@ func (f *watchFeed[P]) anyUser() (string, []string) {
 // run follows the snapshots until the feed has no watchers, the server shuts down, or the feed ends them all.
 func (f *watchFeed[P]) run() {
 	defer func() {
+		f.mu.Lock()
+		f.handle.Release()
+		f.mu.Unlock()
+	}()
+	defer func() {
 		if r := recover(); r != nil {
 			watchPanics.Inc()
 			err := fmt.Errorf("watch feed panicked: %v", r)
@@ -256,7 +263,9 @@ func (f *watchFeed[P]) publish(bt *batch, next *build[P], snap storage.Snapshot)
 		f.ended = bt
 	}
 	if next != nil {
+		f.handle.Release()
 		f.cur, f.snap = next, snap
+		f.handle, _ = f.res.snaps.Hold(snap)
 	}
 	for w := range f.watchers {
 		w.push(bt)

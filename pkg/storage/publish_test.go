@@ -89,13 +89,14 @@ func observations(t *testing.T) uint64 {
 	return n
 }
 
-// TestRetainedAcrossInterimPublications: interim publications never shorten the span a list can be paged through
-// below RetainedViews-1 collections (a commit a paged list started from, Committed, is kept for RetainedViews
-// commits), nor a watch resume from below RetainedViews-1 publications; a commit nobody paged from goes once it is
-// neither among the newest publications nor the newest commit; the views kept stay bounded.
-func TestRetainedAcrossInterimPublications(t *testing.T) {
+// TestRetainedWhileHeld: a snapshot a reader holds (a page-through's lease) is retained exactly while held,
+// however many publications, interim or committed, come meanwhile; released, the next publication lets it go, and
+// it can no longer be held. One nobody holds goes once it is neither among the RetainedViews newest publications
+// (a watch resumes from those) nor the newest commit; the views kept are those and the held ones.
+func TestRetainedWhileHeld(t *testing.T) {
 	f := newFixture(Options{})
-	var commits, paged, all []uint64
+	var commits, all []uint64
+	held := map[uint64]*Handle{}
 	for cycle := 0; cycle < 3*RetainedViews; cycle++ {
 		start := time.Duration(cycle) * 15 * time.Second
 		c := f.BeginCycle()
@@ -110,39 +111,47 @@ func TestRetainedAcrossInterimPublications(t *testing.T) {
 		}
 		c.Commit(Outcome{Success: true})
 		commits, all = append(commits, f.Generation()), append(all, f.Generation())
-		if cycle%2 == 0 { // a paged list starts from every other commit
-			if g := f.Committed().Generation(); g != f.Generation() {
-				t.Fatalf("Committed is generation %d, want the commit just published, %d", g, f.Generation())
+		if cycle%3 == 0 { // a paged list starts from every third commit and holds it
+			snap := f.Committed()
+			if snap.Generation() != f.Generation() {
+				t.Fatalf("Committed is generation %d, want the commit just published, %d", snap.Generation(), f.Generation())
 			}
-			paged = append(paged, f.Generation())
+			h, ok := f.Hold(snap)
+			if !ok {
+				t.Fatalf("the newest commit, %d, could not be held", snap.Generation())
+			}
+			held[snap.Generation()] = h
 		}
-		if n := len(*f.recent.Load()); n > 2*RetainedViews {
-			t.Fatalf("%d views retained, want at most %d", n, 2*RetainedViews)
+		if n, want := len(*f.recent.Load()), RetainedViews+1+len(held); n > want {
+			t.Fatalf("%d views retained, want at most %d (the newest, the newest commit, %d held)", n, want, len(held))
 		}
 	}
 	if len(all) <= len(commits)+RetainedViews {
 		t.Fatalf("%d publications for %d commits: the interim ones did not happen", len(all), len(commits))
 	}
 	newest := all[len(all)-RetainedViews:]
-	for _, gen := range commits[len(commits)-RetainedViews:] {
+	for _, gen := range all {
 		_, ok := f.At(gen)
-		switch want := contains(paged, gen) || contains(newest, gen); {
+		switch want := held[gen] != nil || contains(newest, gen); {
 		case want && !ok:
-			t.Errorf("the commit of generation %d, paged from or among the newest, is no longer retained", gen)
+			t.Errorf("generation %d, held or among the newest, is no longer retained", gen)
 		case !want && ok:
-			t.Errorf("the commit of generation %d, which no list paged from, is still retained", gen)
+			t.Errorf("generation %d, neither held nor among the newest, is still retained", gen)
 		}
 	}
-	for _, gen := range newest {
-		if _, ok := f.At(gen); !ok {
-			t.Errorf("generation %d, among the %d newest, is no longer retained", gen, RetainedViews)
-		}
+	first := commits[0]
+	snap, _ := f.At(first)
+	held[first].Release()
+	held[first].Release() // twice does nothing more
+	f.endCycle(Outcome{Success: true})
+	if _, ok := f.At(first); ok {
+		t.Errorf("generation %d is still retained after its only handle was released and a publication came", first)
 	}
-	if _, ok := f.At(commits[len(commits)-RetainedViews-1]); ok {
-		t.Error("a paged commit is retained for more than RetainedViews commits")
+	if _, ok := f.Hold(snap); ok {
+		t.Errorf("generation %d, let go, could be held again", first)
 	}
-	if _, ok := f.At(all[len(all)-RetainedViews-1]); ok && !contains(commits[len(commits)-RetainedViews:], all[len(all)-RetainedViews-1]) {
-		t.Error("an older interim view is still retained")
+	if _, ok := f.At(commits[3]); !ok {
+		t.Errorf("generation %d, still held, is no longer retained", commits[3])
 	}
 }
 

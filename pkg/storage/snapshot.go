@@ -2,28 +2,55 @@ package storage
 
 import (
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
-// RetainedViews is how many of the newest views storage keeps, so a watch can resume from a resourceVersion that is
-// up to RetainedViews-1 publications old (older is 410 Gone). A committed view that a paged list or a resumed watch
-// read (Committed, At) is kept too, for RetainedViews commits, so that a page-through whose build was let go can
-// read the same collection again however many interim publications (Cycle.Publish) come meanwhile (after that its
-// token continues from the newest commit); one nobody read goes once it is
-// neither among the newest views nor the newest commit. Pinning by use instead of keeping every commit: a full
-// snapshot is about 25 MB at 10,000 nodes x 30 pods, and pagers are rare.
+// RetainedViews is how many of the newest views storage keeps whether or not anyone holds them, so a watch can
+// resume from a resourceVersion up to RetainedViews-1 publications old. Beyond those and the newest commit, a view
+// is kept exactly while a reader holds a Handle on it (a page-through's lease, a watch feed), however many
+// publications come meanwhile; once released, the next publication lets it go (At no longer finds it: 410 Gone,
+// or a continue token continues from the newest commit). Holding by use instead of keeping every commit: a full
+// snapshot is tens of megabytes at 10,000 nodes, and pagers are rare.
 const RetainedViews = 4
 
-// A committed view's pin: whether a reader pinned it (Committed, At) or retain dropped it, whichever came first.
-const (
-	unpinned int32 = iota
-	pinned
-	dropped
-)
+// dropped is a view's holds once retain let it go: it can no longer be held.
+const dropped = -1
 
-// pin keeps v while it is among the RetainedViews newest commits; false when retain dropped it first.
-func (v *view) pin() bool {
-	return v.pinned.CompareAndSwap(unpinned, pinned) || v.pinned.Load() == pinned
+// Handle keeps one snapshot retained (At finds it by its generation) for as long as it is held. Release it once
+// the reader is done; a nil Handle (a snapshot that could not be held) releases nothing.
+type Handle struct {
+	v        *view
+	released atomic.Bool
+}
+
+// Hold returns a handle on snap, one of this storage's snapshots; false when it was let go already (a newer
+// publication came first), or is not this storage's. Lock-free: one compare-and-swap.
+func (s *Storage) Hold(snap Snapshot) (*Handle, bool) {
+	v, ok := snap.(*view)
+	if !ok {
+		return nil, false
+	}
+	for {
+		n := v.holds.Load()
+		if n == dropped {
+			return nil, false
+		}
+		if v.holds.CompareAndSwap(n, n+1) {
+			return &Handle{v: v}, true
+		}
+	}
+}
+
+// Snapshot returns the snapshot h holds.
+func (h *Handle) Snapshot() Snapshot { return h.v }
+
+// Release lets go of the snapshot: the next publication drops it unless it is among the newest or held by another.
+// Releasing twice, or a nil Handle, does nothing.
+func (h *Handle) Release() {
+	if h != nil && h.released.CompareAndSwap(false, true) {
+		h.v.holds.Add(-1)
+	}
 }
 
 // Snapshot is what was servable at one publication (the end of a collection cycle, or a cycle in progress: see
@@ -101,25 +128,19 @@ func (v *view) Each(node func(name string), pod func(namespace, name string)) {
 // Latest returns the newest snapshot.
 func (s *Storage) Latest() Snapshot { return s.view.Load() }
 
-// Committed returns the newest snapshot a cycle's Commit published, pinned: it is then retained for RetainedViews
-// commits, however many interim publications come meanwhile (Latest's may go after RetainedViews publications, a
-// few seconds at 10,000 nodes), so a list paged with limit and continue starts from it: its continue tokens then
-// stay valid for RetainedViews cycles.
-func (s *Storage) Committed() Snapshot {
-	for {
-		// The newest commit is never dropped; one that a newer commit displaced since the load may have been.
-		if v := s.committed.Load(); v.pin() {
-			return v
-		}
-	}
-}
+// Committed returns the newest snapshot a cycle's Commit published: a whole collection, which a list paged with
+// limit and continue starts from (its reader holds it while it pages, Hold).
+func (s *Storage) Committed() Snapshot { return s.committed.Load() }
 
-// At returns the snapshot of a recent generation; ok is false when it is no longer retained (or not yet published).
-// A committed snapshot read here is pinned, like Committed's.
+// At returns the snapshot of a generation while it is retained (among the RetainedViews newest, the newest
+// commit, or held); ok is false when it is not (or not yet published). One released is not retained from then on,
+// though the next publication removes it: a snapshot read long after its time would have every value stale.
 func (s *Storage) At(generation uint64) (Snapshot, bool) {
-	for _, v := range *s.recent.Load() {
+	recent := *s.recent.Load()
+	for i, v := range recent {
 		if v.Generation() == generation {
-			return v, !v.committed || v.pin()
+			ok := i >= len(recent)-RetainedViews || v == s.committed.Load() || v.holds.Load() > 0
+			return v, ok
 		}
 	}
 	return nil, false
@@ -140,8 +161,8 @@ func (s *Storage) publish(v *view, committed bool, began int64) {
 	close(prev.changed)
 }
 
-// retain returns the views to keep once v is published: the RetainedViews newest, the newest commit, and the
-// commits among the RetainedViews newest that a reader pinned.
+// retain returns the views to keep once v is published: the RetainedViews newest, the newest commit, and those a
+// reader holds; the others are marked dropped, so none can be held once let go.
 func retain(recent []*view, v *view) *[]*view {
 	all := append(recent[:len(recent):len(recent)], v)
 	kept := make([]*view, 0, min(len(all), 2*RetainedViews))
@@ -155,8 +176,8 @@ func retain(recent []*view, v *view) *[]*view {
 		switch {
 		case views <= RetainedViews || (w.committed && commits == 1):
 			kept = append(kept, w)
-		case w.committed && commits <= RetainedViews && !w.pinned.CompareAndSwap(unpinned, dropped):
-			kept = append(kept, w) // pinned
+		case !w.holds.CompareAndSwap(0, dropped):
+			kept = append(kept, w) // held
 		}
 	}
 	slices.Reverse(kept)

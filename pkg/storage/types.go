@@ -24,7 +24,7 @@
 // (appending), members.go (the informers' events), plausible.go (capacity), series.go (one ring, its restarts and
 // times, and what it serves), view.go (pruning; building a snapshot), interim.go (an interim
 // snapshot: the published one with what changed since), layers.go (a snapshot's pods: a full layer and patches),
-// snapshot.go (reading one; the retained ones, pinned by use), slots.go (pod numbering, for pointer-free snapshots),
+// snapshot.go (reading one; the retained ones, held by readers' handles), slots.go (pod numbering, for pointer-free snapshots),
 // metrics.go (self-metrics).
 package storage
 

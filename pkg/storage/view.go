@@ -22,7 +22,7 @@ type view struct {
 	layout     uint64 // slots.layout when built: an interim build reuses the entries of a view of the same layout
 	generation uint64
 	committed  bool          // published by a cycle's Commit, not while the cycle ran (Cycle.Publish)
-	pinned     atomic.Int32  // a committed view's pin (snapshot.go): unpinned, pinned or dropped
+	holds      atomic.Int32  // the Handles held on it (snapshot.go), or dropped once let go
 	changed    chan struct{} // closed when the next view is published
 	// clock and staleAfter are copies of storage's, so a view answers alone: which entries are stale is decided at
 	// read time, because time passes between cycles, and so is the 503 of DESIGN.md section 3.
