@@ -7,7 +7,7 @@ import (
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
-// How the series of one response become one storage.Batch: each container's series merged into one sample, the
+// How the series of one response become one storage.Batch: each container's series lines merged into one sample, the
 // first of repeated series kept, containers interned across responses of the same node.
 
 // What is present of a series in one response.
@@ -31,7 +31,7 @@ type container struct {
 }
 
 // sample merges one series of a metric the parser reads into the node or its container.
-func (p *parser) sample(s *series, ts int64, stats *parseStats) {
+func (p *parser) sample(s *parsedLine, ts int64, stats *parseStats) {
 	v := s.value
 	var bit uint8
 	switch s.metric {
@@ -100,7 +100,7 @@ func (p *parser) nodeValue(bit uint8, into *float64, v float64, stats *parseStat
 	return true
 }
 
-// lookup returns the container, interning it on first sight. The kubelet writes every metric's series in the same
+// lookup returns the container, interning it on first sight. The kubelet writes every metric's series lines in the same
 // order (sorted by labels), which changes only when containers come or go, so the container of a metric's i-th
 // series is most likely the previous response's i-th: comparing its three names is cheaper than hashing the key
 // (a third of the parser's time went to the map). A miss searches the previous response's containers and the
