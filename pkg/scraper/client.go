@@ -42,10 +42,10 @@ type readers struct {
 	borrowed bool
 }
 
-// Buffer sizes of a kept-alive kubelet connection. net/http's defaults, 4 KB each, are held for the connection's
-// life: 80 MB at 10,000 nodes. A request is a GET of a few hundred bytes (up to about 1.5 KB with a bearer token),
-// and a response's body is read in reads larger than the read buffer, which bypass it, so it only ever holds the
-// status line, the headers and the chunk sizes.
+// Buffer sizes of a kept-alive kubelet connection. net/http's defaults, 4 KB each, are held for the connection's life,
+// which adds up over thousands of nodes (BENCHMARKS.md, "Figures behind the comments"). A request is a GET of a few
+// hundred bytes (up to about 1.5 KB with a bearer token), and a response's body is read in reads larger than the read
+// buffer, which bypass it, so it only ever holds the status line, the headers and the chunk sizes.
 const (
 	connWriteBuffer = 2 << 10
 	connReadBuffer  = 1 << 10
@@ -86,7 +86,7 @@ func newKubeletClient(o *Options) (*kubeletClient, error) {
 	h := http.Header{"Accept": {"text/plain;version=0.0.4"}}
 	if o.Compression {
 		// Asked for here and decoded by readers.decode (the transport's own gzip is off): its reader is allocated
-		// anew for every response, about 40 KB, where a worker's is reset.
+		// anew for every response, where a worker's is reset.
 		h.Set("Accept-Encoding", "gzip")
 	}
 	return &kubeletClient{rt: rt, header: h, maxBytes: o.MaxResponseBytes, spare: newScratchPool(o.Concurrency)}, nil

@@ -23,8 +23,8 @@ import (
 // (textparse slices the name from the line's start), so it names no family the parser reads and is passed over,
 // as metrics-server, which reads kubelets with textparse, passes it over.
 
-// series is what a line of a family the parser reads holds.
-type series struct {
+// parsedLine is what a line of a family the parser reads holds.
+type parsedLine struct {
 	metric                    metric // metricOther: the line holds nothing the parser reads
 	namespace, pod, container []byte // unescaped; slices of the body or of the lexer's scratch buffers
 	value                     float64
@@ -69,7 +69,7 @@ func (l *lexer) reset() {
 
 // line reads the line starting at b[i] (b ends with a newline) into s and returns the index after it. On an error
 // it returns the index where the line went wrong: the caller loses the line.
-func (l *lexer) line(b []byte, i int, s *series) (int, error) {
+func (l *lexer) line(b []byte, i int, s *parsedLine) (int, error) {
 	s.metric = metricOther
 	start := i
 	i = skipSpace(b, i)
@@ -80,7 +80,7 @@ func (l *lexer) line(b []byte, i int, s *series) (int, error) {
 	case c == '#':
 		return l.comment(b, i)
 	case c == '{':
-		return l.series(b, i, false, s)
+		return l.sampleLine(b, i, false, s)
 	case class[c]&cNameStart == 0:
 		return i, errStart
 	}
@@ -102,11 +102,11 @@ func (l *lexer) line(b []byte, i int, s *series) (int, error) {
 		return j + bytes.IndexByte(b[j:], '\n') + 1, nil
 	}
 	s.metric = m
-	return l.series(b, j, true, s)
+	return l.sampleLine(b, j, true, s)
 }
 
-// series reads a series line from b[i]: after its metric name when named, else from its opening brace.
-func (l *lexer) series(b []byte, i int, named bool, s *series) (int, error) {
+// sampleLine reads a series line from b[i]: after its metric name when named, else from its opening brace.
+func (l *lexer) sampleLine(b []byte, i int, named bool, s *parsedLine) (int, error) {
 	s.namespace, s.pod, s.container = nil, nil, nil
 	i = skipSpace(b, i)
 	if b[i] == '{' {
@@ -143,7 +143,7 @@ func (l *lexer) series(b []byte, i int, named bool, s *series) (int, error) {
 
 // labels reads a series' labels from after its opening brace and returns the index after the closing one. Of a
 // line without a name before the braces, the name is the quoted string that stands alone among them.
-func (l *lexer) labels(b []byte, i int, named bool, s *series) (int, error) {
+func (l *lexer) labels(b []byte, i int, named bool, s *parsedLine) (int, error) {
 	var seen uint8 // bit 1<<labelX: which of the labels read came already
 	for {
 		i = skipSpace(b, i)

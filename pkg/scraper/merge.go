@@ -7,7 +7,7 @@ import (
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
-// How the series of one response become one storage.Batch: each container's series merged into one sample, the
+// How the series of one response become one storage.Batch: each container's series lines merged into one sample, the
 // first of repeated series kept, containers interned across responses of the same node.
 
 // What is present of a series in one response.
@@ -20,8 +20,7 @@ const (
 
 // container is one container a node's responses report, interned across them, so a container that keeps reporting
 // costs no allocation. Its values of a response go straight into that response's batch entry (at): a container
-// kept between responses holds names and bookkeeping only, 64 bytes (with the values it was 112: 29 MB at 10,000
-// nodes).
+// kept between responses holds names and bookkeeping only (BENCHMARKS.md, "Figures behind the comments").
 type container struct {
 	namespace, pod, name string
 	epoch                uint32 // the parse that last saw it
@@ -32,7 +31,7 @@ type container struct {
 }
 
 // sample merges one series of a metric the parser reads into the node or its container.
-func (p *parser) sample(s *series, ts int64, stats *parseStats) {
+func (p *parser) sample(s *parsedLine, ts int64, stats *parseStats) {
 	v := s.value
 	var bit uint8
 	switch s.metric {
@@ -101,15 +100,15 @@ func (p *parser) nodeValue(bit uint8, into *float64, v float64, stats *parseStat
 	return true
 }
 
-// lookup returns the container, interning it on first sight. The kubelet writes every metric's series in the same
+// lookup returns the container, interning it on first sight. The kubelet writes every metric's series lines in the same
 // order (sorted by labels), which changes only when containers come or go, so the container of a metric's i-th
 // series is most likely the previous response's i-th: comparing its three names is cheaper than hashing the key
 // (a third of the parser's time went to the map). A miss searches the previous response's containers and the
 // ones new in this one, and resets the cursor after the container it found: a few misses a response (containers
 // came or went) cost that much less than a map of every container of every node, kept for the life of the process
-// (28 MB at 10,000 nodes). Past maxMisses in one response (a kubelet that shuffles its series), the parser indexes
-// its containers in a map for the rest of that response and keeps it while responses keep missing, so no order
-// costs more than a hash a series.
+// (BENCHMARKS.md, "Figures behind the comments"). Past maxMisses in one response (a kubelet that shuffles its
+// series), the parser indexes its containers in a map for the rest of that response and keeps it while responses
+// keep missing, so no order costs more than a hash a series.
 func (p *parser) lookup(namespace, pod, name []byte) *container {
 	var c *container
 	if p.cursor < len(p.prev) && p.prev[p.cursor].is(namespace, pod, name) {

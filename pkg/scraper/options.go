@@ -43,8 +43,8 @@ type Options struct {
 	RESTConfig   *rest.Config
 	NodeSelector labels.Selector // --node-selector (nil = every node)
 	// Compression asks kubelets for gzip (--kubelet-compression, on in DefaultOptions as in metrics-server). Off,
-	// responses come uncompressed: about 13x the bytes of a ~3 KB gzip body on a 30-pod node, and every kept-alive
-	// connection then holds full-size TLS and HTTP/2 read buffers (about 36 KB more per node), for no gzip CPU.
+	// responses come uncompressed, many times the bytes, and every kept-alive connection then holds full-size TLS
+	// and HTTP/2 read buffers, for no gzip CPU (BENCHMARKS.md, "Figures behind the comments").
 	Compression bool
 }
 
@@ -177,8 +177,8 @@ func (o Options) credentials() *rest.Config {
 	cfg.DisableCompression = true
 	// HTTP/1.1 even when the kubelet offers HTTP/2, as metrics-server's one request per node at a time makes of
 	// it: a scrape is one request per connection at a time, so HTTP/2's multiplexing buys nothing, while its
-	// per-connection state (framer, HPACK tables, flow control, a 16 KB frame buffer) cost about 9 KB more heap a
-	// kept-alive kubelet connection and 43 % more bytes allocated per scrape (BENCHMARKS.md, issue 17).
+	// per-connection state (framer, HPACK tables, flow control, a frame buffer) costs heap on every kept-alive
+	// kubelet connection and bytes allocated per scrape (BENCHMARKS.md, issue 17).
 	cfg.TLSClientConfig.NextProtos = []string{"http/1.1"}
 	// The API server's name is not the kubelet's: verify kubelets against their own address.
 	cfg.TLSClientConfig.ServerName = ""

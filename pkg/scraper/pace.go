@@ -8,12 +8,11 @@ import (
 // maxWorkers bounds the scrape workers however large the cluster: each keeps a reusable response buffer and batch.
 const maxWorkers = 1000
 
-// workersFor is how many nodes a cycle scrapes at once. A cycle has one deadline for every node (the request
-// timeout, or the resolution when shorter), so with a fixed number of workers the nodes at the end of a large
-// cluster's cycle would fail every time once nodes x latency / workers passed it: at 10,000 nodes, 50 workers and
-// 55 ms per scrape a cycle already took 11 s of a 10 s budget's worth. So the floor (Options.Concurrency) grows
-// to what the previous cycle's mean scrape latency says scrapes every node within half the budget, as
-// metrics-server's goroutine per node would, but bounded.
+// workersFor is how many nodes a cycle scrapes at once. A cycle has one deadline for every node (the loop's budget), so
+// with a fixed number of workers the nodes at the end of a large cluster's cycle would fail every time once nodes x
+// latency / workers passed it (BENCHMARKS.md, "Figures behind the comments"). So the floor (Options.Concurrency) grows
+// to what the previous cycle's mean scrape latency says scrapes every node within half the budget, as metrics-server's
+// goroutine per node would, but bounded.
 func workersFor(nodes, floor int, meanScrape, budget time.Duration) int {
 	w := floor
 	if meanScrape > 0 && budget > 0 {
@@ -25,8 +24,8 @@ func workersFor(nodes, floor int, meanScrape, budget time.Duration) int {
 
 // rampUp is how many workers to add, mid-cycle, when at the pace so far the nodes not yet started would not all
 // start by target (half the budget): the first cycle has no latency to size from, and latency can jump (a
-// cold start opens every connection at once: at 10,000 nodes the first cycles failed a third of the nodes with
-// workers sized by the floor). Progress is counted in nodes handed to workers, which is the completion rate once
+// cold start opens every connection at once: the first cycles of a large cluster failed many nodes with workers
+// sized by the floor). Progress is counted in nodes handed to workers, which is the completion rate once
 // every worker has had its first node.
 func rampUp(workers, started, total int, elapsed, target time.Duration) int {
 	left := total - started

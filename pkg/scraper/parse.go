@@ -70,7 +70,7 @@ func (p *parser) parse(body []byte, now time.Time, node string, b *storage.Batch
 		stats.Truncated = true
 	}
 	nowMs := now.UnixMilli()
-	var s series
+	var s parsedLine
 	for pos, line := 0, 1; pos < len(body); line++ {
 		next, err := p.line(body, pos, &s)
 		switch {

@@ -221,7 +221,7 @@ func (s *Scraper) scrape(ctx context.Context, w *worker, node *corev1.Node, st *
 		s.bodies.Add(1)
 		s.bodyBytes.Add(int64(size))
 		s.release(w)
-		err = s.store(node.Name, at.shown, size, w, st, &stats, add)
+		err = s.deliver(node.Name, at.shown, size, w, st, &stats, add)
 	}
 	scrapeDuration.Observe(time.Since(start).Seconds())
 	if err != nil {
@@ -237,8 +237,8 @@ func (s *Scraper) scrape(ctx context.Context, w *worker, node *corev1.Node, st *
 	return nil
 }
 
-// store hands one parsed response to add and reports what it lost.
-func (s *Scraper) store(node, url string, size int, w *worker, st *nodeState, stats *parseStats, add storage.AppendFunc) error {
+// deliver hands one parsed response to add and reports what it lost.
+func (s *Scraper) deliver(node, url string, size int, w *worker, st *nodeState, stats *parseStats, add storage.AppendFunc) error {
 	b := &w.batch
 	if len(b.Nodes) == 0 && len(b.Containers) == 0 {
 		// The parser's error quotes the response: for the log only.

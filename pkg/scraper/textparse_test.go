@@ -110,11 +110,11 @@ func textparseOracle(t testing.TB, body []byte, now time.Time, node string) orac
 		n++
 		lbls, ts, v, isSeries, err := textparseLine(t, line)
 		reads, nul := readsLine(line), bytes.IndexByte(line, 0) >= 0
-		var s series
+		var s parsedLine
 		if isSeries {
 			// textparse's name of a line starting with blanks starts with them too (its Labels slices the name from
 			// the line's start): no family the parser reads, and the parser passes such a line over too (lex.go).
-			s = series{metric: metricOf([]byte(lbls.Get("__name__"))), value: v, ts: now.UnixMilli(),
+			s = parsedLine{metric: metricOf([]byte(lbls.Get("__name__"))), value: v, ts: now.UnixMilli(),
 				namespace: []byte(lbls.Get("namespace")), pod: []byte(lbls.Get("pod")),
 				container: []byte(lbls.Get("container"))}
 			if ts != nil {

@@ -78,13 +78,13 @@ func retainFor(meanBody int64) int {
 	return max(retainMin, int(8*min(meanBody, 1<<37)))
 }
 
-// scratchPool holds the response buffers and gzip readers (about 110 KB together for a 30-pod node) that workers
-// borrow while they read and parse a body, and give back as soon as it is parsed. Workers wait for the kubelet most
-// of a scrape, and a large cluster's cycle runs up to maxWorkers of them at once (pace.go): when each kept its own,
-// 1,000 workers held about 118 MB between cycles, all of it touched in every cycle. Now what is kept follows the
-// scrapes that read a body at the same time: the most that were out at once in the previous cycle (at least
-// floor). A fixed cap of floor (50) made every scrape beyond the 50th at once allocate both anew, about 1 GB a
-// cycle at 10,000 nodes and a fifth of the process' CPU in garbage collection.
+// scratchPool holds the response buffers and gzip readers that workers borrow while they read and parse a body, and
+// give back as soon as it is parsed. Workers wait for the kubelet most of a scrape, and a large cluster's cycle runs up
+// to maxWorkers of them at once (pace.go): when each kept its own, their buffers were held between cycles and all
+// touched in every cycle. Now what is kept follows the scrapes that read a body at the same time: the most that were
+// out at once in the previous cycle (at least floor). A fixed cap of floor made every scrape beyond the floor at once
+// allocate both anew, a large part of the process' CPU in garbage collection (BENCHMARKS.md, "Figures behind the
+// comments").
 type scratchPool struct {
 	mu    sync.Mutex
 	floor int

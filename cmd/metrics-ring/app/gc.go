@@ -33,7 +33,7 @@ func setGCPercent() int {
 // returnStartupMemory hands the start-up peak back to the OS once the first collection cycle has finished (first
 // is closed then). By that time the informers' initial lists (every pod, managed fields and all, before trimming)
 // and the first cycle's connection set-up are garbage, but the runtime's background scavenger returns freed heap
-// slowly: a minute after start-up at 1,000 nodes, about 100 MB of RSS was such heap. One forced collection, then a
+// slowly (BENCHMARKS.md, "Figures behind the comments"). One forced collection, then a
 // few looks (settle) for what later start-up cycles leave.
 func returnStartupMemory(ctx context.Context, first <-chan struct{}) {
 	select {
@@ -48,8 +48,8 @@ func returnStartupMemory(ctx context.Context, first <-chan struct{}) {
 	settle(ctx, tick.C, settleChecks, readHeap, debug.FreeOSMemory)
 }
 
-// Start-up does not always end with the first cycle: at 10,000 nodes the first two or three cycles each reach a
-// third of the nodes while the other handshakes go on (BENCHMARKS.md), and each of them leaves its set-up as
+// Start-up does not always end with the first cycle: in a large cluster the first cycles each reach a part of the
+// nodes while the other handshakes go on (BENCHMARKS.md), and each of them leaves its set-up as
 // garbage, which the scavenger was still returning when RSS was read a minute later. So for two minutes after the
 // first cycle, settle looks every 15 s and returns freed heap when much more of it is idle than the heap will grow
 // into before its next garbage collection. In a steady state the scavenger keeps that excess under about a tenth

@@ -83,8 +83,8 @@ func Wire(o *Options, client kubernetes.Interface, restConfig *rest.Config) (*Wi
 	})
 	// The collection waits for this handler to have seen every pod of the initial list, not only for the informer's
 	// cache: a handler's events are delivered after the cache is filled, and a pod not yet bound when its node is
-	// first scraped loses that sample, so that at 30,000 pods the first complete answer took a third cycle (35 s
-	// instead of 20 s) whenever the first cycle outran the handler.
+	// first scraped loses that sample, so that the first complete answer took a cycle more whenever the first cycle
+	// outran the handler (BENCHMARKS.md, "Figures behind the comments").
 	bindings, err := podInformer.AddEventHandler(podBindings(store))
 	if err != nil {
 		return nil, fmt.Errorf("pod informer: %w", err)

@@ -13,13 +13,12 @@ import (
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
-// runningPod is what the pod informer caches of a Running pod (trimmed as it arrives, see trim.go): what is read of
-// it and nothing else. The API reads its namespace, name and labels through meta.Accessor, storage the node it is
-// bound to, which decides whose samples count (DESIGN.md section 2), and the informer its key and resourceVersion.
-// A whole corev1.Pod, even emptied, is a 1,192-byte struct; a PartialObjectMetadata with the node name was 288
-// bytes and a UID string; this is 96 bytes, so about 230 bytes less a pod (7 MB at 30,000 pods, 75 MB at
-// 300,000). It is a metav1.Object itself, so that meta.Accessor and the informer's key and index functions read it
-// without a copy.
+// runningPod is what the pod informer caches of a Running pod (trimmed as it arrives, see trim.go): what is read of it
+// and nothing else. The API reads its namespace, name and labels through meta.Accessor, storage the node it is bound
+// to, which decides whose samples count (DESIGN.md section 2), and the informer its key and resourceVersion. A whole
+// corev1.Pod, even emptied, or a PartialObjectMetadata with the node name, is several times its size (BENCHMARKS.md,
+// "Figures behind the comments"). It is a metav1.Object itself, so that meta.Accessor and the informer's key and index
+// functions read it without a copy.
 type runningPod struct {
 	unkeptMeta
 	namespace, name, resourceVersion string

@@ -12,12 +12,12 @@ import (
 	"github.com/metrics-ring/metrics-ring/pkg/scraper"
 )
 
-// The informers keep every Node and Running pod for the life of the process, so their caches are most of the
-// memory at scale: at 1,000 nodes x 30 pods, managedFields alone were a third of the heap. The transforms below keep
-// only what the consumers read: names, labels (selectors, and copied into NodeMetrics/PodMetrics), and of a node
-// its addresses, kubelet port and resource-metrics-path annotation (the scraper) and CPU and memory capacity
-// (storage). Everything else (managedFields,
-// other annotations, owner references, node images, conditions, capacity beyond CPU and memory) is dropped before it is cached.
+// The informers keep every Node and Running pod for the life of the process, so their caches are most of the memory at
+// scale, managedFields the largest part (BENCHMARKS.md, "Figures behind the comments"). The transforms below keep only
+// what the consumers read: names, labels (selectors, and copied into NodeMetrics/PodMetrics), and of a node its
+// addresses, kubelet port and resource-metrics-path annotation (the scraper) and CPU and memory capacity (storage).
+// Everything else (managedFields, other annotations, owner references, node images, conditions, capacity beyond CPU and
+// memory) is dropped before it is cached.
 
 // trimNode is the node informer's transform.
 func trimNode(obj any) (any, error) {
@@ -46,9 +46,9 @@ func trimNode(obj any) (any, error) {
 	}, nil
 }
 
-// podTrimmer is the pod informer's transform: a Pod becomes a runningPod. Beyond trimming, it interns label maps
-// and node names: the replicas of a workload carry equal labels, and each pod's own copy of a small map costs about
-// 300 bytes (10 MB of the heap at 30,000 pods); a node's pods all name it. Maps and strings in the informer's cache
+// podTrimmer is the pod informer's transform: a Pod becomes a runningPod. Beyond trimming, it interns label maps and
+// node names: the replicas of a workload carry equal labels, and each pod's own copy of a small map costs heap a pod
+// (BENCHMARKS.md, "Figures behind the comments"); a node's pods all name it. Maps and strings in the informer's cache
 // are read-only, so pods can share them.
 type podTrimmer struct {
 	mu    sync.Mutex
