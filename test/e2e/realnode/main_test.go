@@ -45,14 +45,10 @@ var env struct {
 var unproven = map[string]bool{
 	"TestCPUAndMemoryAgainstCgroup": false, "TestKubectlTopAndV1beta1": false, "TestSidecar": false,
 	"TestRestartedContainer": false, "TestDeletedPodGone": false,
-	// Failed once in the merged tree's make test (settled at 5 while the cgroups then implied 6, 1.18 of the
-	// target): now waits for the HPA to follow the load; to be proven again.
-	"TestHPAScalesRealPods": true,
-	// metrics-ring served no PodMetrics at all while the init container ran (NotFound for 55 s): to be
-	// looked into (the pod is Pending then).
-	"TestInitContainer": true,
-	// New: metrics-server v0.9.0 beside metrics-ring on the same kubelet.
-	"TestSideBySideWithMetricsServer": true, "TestRecreatedPod": true,
+	// Proven in three full runs in a row with E2E_REALNODE=all (HPA at 4 replicas, 0.89 to 0.99 of the target; the
+	// Pending pod NotFound while its init container ran, as from metrics-server).
+	"TestHPAScalesRealPods": false, "TestInitContainer": false,
+	"TestSideBySideWithMetricsServer": false, "TestRecreatedPod": false,
 }
 
 func TestMain(m *testing.M) {
