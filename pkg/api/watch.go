@@ -101,12 +101,18 @@ func (s *metricsREST[P]) startWatch(ctx context.Context, opts *metainternalversi
 		w.initial = diff(prev.entries, start, s.gone(from, which), nil)
 	}
 	if !f.charge(w.initial) {
-		return nil, apierrors.NewTooManyRequests(fmt.Sprintf(
-			"the server keeps too much for user %q's watches (--reader-cache-bytes)", user), 1)
+		return nil, overBudget(user)
 	}
 	started = true
 	go w.run()
 	return w, nil
+}
+
+// overBudget is the 429 of a watch the keeper has no room for: what user's watches and builds keep is at its share
+// of --reader-cache-bytes, and making room did not help.
+func overBudget(user string) error {
+	return apierrors.NewTooManyRequests(fmt.Sprintf(
+		"the server keeps too much for user %q's watches (--reader-cache-bytes)", user), 1)
 }
 
 // statusOf is the Status a watch.Error event carries.

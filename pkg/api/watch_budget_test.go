@@ -2,9 +2,11 @@ package api
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -81,4 +83,24 @@ func endedWith410(w watch.Interface) bool {
 			return false
 		}
 	}
+}
+
+// TestWatchBeyondBudgetRefused: a watch whose selection alone is more than the readers' budget is refused with 429
+// naming the budget, before it holds anything; a small one of the same user is served.
+func TestWatchBeyondBudgetRefused(t *testing.T) {
+	_, _, s, _ := hookedPods(t, 2000)
+	s.builds.keeper = newKeeper(64 << 10)
+	_, err := s.Watch(asUser("alice"), listOpts(t, "", ""))
+	if !apierrors.IsTooManyRequests(err) || !strings.Contains(err.Error(), "--reader-cache-bytes") {
+		t.Fatalf("a watch of 2,000 pods with a 64 KiB budget: %v, want 429 naming --reader-cache-bytes", err)
+	}
+	if total, _ := s.builds.keeper.usage(""); total != 0 {
+		t.Errorf("the refused watch left %d bytes kept", total)
+	}
+	w, err := s.Watch(asUser("alice"), listOpts(t, "", "metadata.name=p001"))
+	if err != nil {
+		t.Fatalf("a watch of one pod: %v", err)
+	}
+	defer w.Stop()
+	events(t, w, 1)
 }

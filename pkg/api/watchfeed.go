@@ -89,8 +89,12 @@ func (fs *watchFeeds[P]) join(ctx context.Context, w *watcher[P], sel scope) (*w
 		}
 		f.cur, f.snap = b, snap
 		f.handle, _ = fs.res.snaps.Hold(snap)
-		f.lead(b)
-		go f.run()
+		led := f.lead(b)
+		go f.run() // ends with the feed's last watcher: this one, when the feed could not be charged
+		if !led {
+			f.leaveUser(w.user)
+			return nil, nil, overBudget(w.user)
+		}
 	}
 	f.watchers[w] = struct{}{}
 	if f.ended != nil {

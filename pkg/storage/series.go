@@ -99,38 +99,6 @@ func (s *series) add(p point, start int64, kind CPUKind, window time.Duration, p
 	return true
 }
 
-// MaxStartAge is how long before its sample a start time may be and still be read as one: a century, longer than
-// any machine runs, and short enough that no difference of two times storage keeps overflows int64 nanoseconds
-// (their range is 292 years; sample times are after 1970).
-const MaxStartAge = 100 * 365 * 24 * time.Hour
-
-// The range of times that int64 Unix nanoseconds hold: time.Time.UnixNano of a time outside it wraps.
-var (
-	minNanos = time.Unix(0, 1) // sample times are after 1970: a zero or negative one is garbage
-	maxNanos = time.Unix(0, math.MaxInt64)
-)
-
-// sampleNanos returns a sample time as Unix nanoseconds; ok is false when it is outside (1970, 2262].
-func sampleNanos(t time.Time) (ns int64, ok bool) {
-	if t.Before(minNanos) || t.After(maxNanos) {
-		return 0, false
-	}
-	return t.UnixNano(), true
-}
-
-// startNanos returns a start time as Unix nanoseconds for a sample at ts, 0 when unknown (zero). invalid reports a
-// start time after its sample, or more than MaxStartAge before it: read as unknown, not as a restart to the year
-// 2610 (a container_start_time_seconds of 2.02e10 wrapped into int64 nanoseconds served 10,017 cores).
-func startNanos(t time.Time, ts int64) (ns int64, invalid bool) {
-	if t.IsZero() {
-		return 0, false
-	}
-	if t.After(time.Unix(0, ts)) || t.Before(time.Unix(0, ts-int64(MaxStartAge))) {
-		return 0, true
-	}
-	return t.UnixNano(), false
-}
-
 // usage computes what is served for the series, per DESIGN.md section 2. ok is false when it is not servable.
 // staleAfter bounds the fallback for a missed scrape, below.
 func (s *series) usage(window, resolution, staleAfter time.Duration) (u Usage, ts int64, w time.Duration, ok bool) {
@@ -183,30 +151,4 @@ func saturate(v float64) uint64 {
 		return math.MaxUint64
 	}
 	return uint64(v)
-}
-
-// validate reports whether a sample cannot be served: invalid (NaN, infinite or negative) or zero. A rate of zero is an idle container; a
-// cumulative counter or a working set of exactly zero is a broken source (cgroup v2 misconfiguration).
-func validate(kind CPUKind, smp *Sample) (invalid, zero bool) {
-	for _, v := range [2]float64{smp.CPU, smp.Memory} {
-		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-			return true, false
-		}
-	}
-	if smp.Memory == 0 || (kind == CPUCumulative && smp.CPU == 0) {
-		return false, true
-	}
-	return false, false
-}
-
-// validSwap returns the sample's swap value to store: NaN when it has none. invalid reports a swap value that is
-// NaN, infinite or negative, which loses the swap alone (DESIGN.md section 2).
-func validSwap(smp *Sample) (swap float64, invalid bool) {
-	if !smp.HasSwap {
-		return math.NaN(), false
-	}
-	if v := smp.Swap; math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-		return math.NaN(), true
-	}
-	return smp.Swap, false
 }

@@ -20,12 +20,12 @@
 // values, the time each turns stale, the generation (the API's resourceVersion), the source's health and the 503
 // decision (Unavailable).
 //
-// Files: types.go (batches, points, health), cycle.go (a cycle's handle: interim publication, commit), storage.go
-// (appending), members.go (the informers' events), plausible.go (capacity), series.go (one ring, its restarts and
-// times, and what it serves), view.go (pruning; building a snapshot), interim.go (an interim
-// snapshot: the published one with what changed since), layers.go (a snapshot's pods: a full layer and patches),
-// snapshot.go (reading one; the retained ones, held by readers' handles), slots.go (pod numbering, for pointer-free snapshots),
-// metrics.go (self-metrics).
+// Files: types.go (batches, points, health), storage.go (the store and its options), cycle.go (a cycle's handle:
+// interim publication, commit). The write path: write.go (a batch's samples, checked, into their series), series.go
+// (one ring, its restarts, and what it serves), plausible.go (capacity), members.go (the informers' events). The
+// read path: view.go (pruning; building a snapshot), interim.go (an interim snapshot: the published one with what
+// changed since), layers.go (a snapshot's pods: a full layer and patches), snapshot.go (reading one; the retained
+// ones, held by readers' handles), slots.go (pod numbering, for pointer-free snapshots); metrics.go (self-metrics).
 package storage
 
 import (

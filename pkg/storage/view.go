@@ -234,13 +234,3 @@ func (v *view) Unavailable() error {
 			now.Sub(h.LastSuccess).Round(time.Second), last)
 	}
 }
-
-// describe names one rejected sample for a log line.
-func describe(name string, smp *Sample) string {
-	swap := ""
-	if smp.HasSwap {
-		swap = fmt.Sprintf(" swap=%g", smp.Swap)
-	}
-	return fmt.Sprintf("%s: cpu=%g memory=%g%s at %s", name, smp.CPU, smp.Memory, swap,
-		smp.Timestamp.UTC().Format(time.RFC3339))
-}
