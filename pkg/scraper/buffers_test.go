@@ -101,24 +101,19 @@ func TestRetainFor(t *testing.T) {
 // allocate a buffer and a gzip reader per scrape, and a quieter cycle lets the extra go.
 func TestSparesFollowThePeak(t *testing.T) {
 	p := newScratchPool(2)
-	borrow := func(n int) []*worker {
-		ws := make([]*worker, n)
-		for i := range ws {
-			ws[i] = &worker{}
-			ws[i].buf, ws[i].readers.gz = p.get()
-			ws[i].readers.borrowed = true
-			if ws[i].buf == nil {
-				ws[i].buf = make([]byte, 0, 64)
+	borrow := func(n int) []scratch {
+		lent := make([]scratch, n)
+		for i := range lent {
+			lent[i].buf, lent[i].gz = p.get()
+			if lent[i].buf == nil {
+				lent[i].buf = make([]byte, 0, 64)
 			}
 		}
-		return ws
+		return lent
 	}
-	giveBack := func(ws []*worker) {
-		for _, w := range ws {
-			p.put(w)
-			if w.buf != nil || w.readers.borrowed {
-				t.Fatal("put left the worker holding what it borrowed")
-			}
+	giveBack := func(lent []scratch) {
+		for _, sc := range lent {
+			p.put(sc.buf, sc.gz)
 		}
 	}
 	for _, tc := range []struct {
@@ -129,8 +124,7 @@ func TestSparesFollowThePeak(t *testing.T) {
 		{atOnce: 1, wantKept: 5}, // kept for the cycle after the peak...
 		{atOnce: 1, wantKept: 2}, // ...then back to the floor
 	} {
-		ws := borrow(tc.atOnce)
-		giveBack(ws)
+		giveBack(borrow(tc.atOnce))
 		if got := len(p.free); got != tc.wantKept {
 			t.Fatalf("%d borrowed at once: %d spares kept, want %d", tc.atOnce, got, tc.wantKept)
 		}

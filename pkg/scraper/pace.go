@@ -1,8 +1,16 @@
 package scraper
 
 import (
+	"context"
 	"math"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
 // maxWorkers bounds the scrape workers however large the cluster: each keeps a reusable response buffer and batch.
@@ -43,4 +51,79 @@ func rampUp(workers, started, total int, elapsed, target time.Duration) int {
 	}
 	want := min(int(math.Ceil(float64(workers)*factor)), maxWorkers, workers+left)
 	return max(0, want-workers)
+}
+
+// crew is one cycle's scrape workers: the jobs they take (indexes into the cycle's nodes), each node's error, and
+// the time spent scraping with the scrapes it covers: only those started before the deadline, since the rest fail
+// at once and would make the nodes look faster than they are.
+type crew struct {
+	s               *Scraper
+	ctx             context.Context
+	nodes           []*corev1.Node
+	states          []*nodeState
+	add             storage.AppendFunc
+	jobs            chan int
+	errs            []error
+	wg              sync.WaitGroup
+	size            int
+	scraping, timed atomic.Int64
+}
+
+// grow starts n more workers, reusing the scraper's (their buffers and batches) before making new ones.
+func (c *crew) grow(n int) {
+	s := c.s
+	for len(s.workers) < c.size+n {
+		s.workers = append(s.workers, &worker{})
+	}
+	for _, w := range s.workers[c.size : c.size+n] {
+		c.wg.Go(func() {
+			for i := range c.jobs {
+				t, late := time.Now(), c.ctx.Err() != nil
+				c.errs[i] = s.work(c.ctx, w, c.nodes[i], c.states[i], c.add)
+				if !late {
+					c.scraping.Add(int64(time.Since(t)))
+					c.timed.Add(1)
+				}
+			}
+		})
+	}
+	c.size += n
+}
+
+// dispatch scrapes the nodes with workers sized for the budget (workersFor), adds workers mid-cycle when the pace
+// so far would not start every node within half the budget (rampUp), and returns each node's error and how many
+// workers ran. The mean scrape time it measured sizes the next cycle's workers.
+func (s *Scraper) dispatch(ctx context.Context, nodes []*corev1.Node, states []*nodeState, add storage.AppendFunc,
+	budget time.Duration, start time.Time) (errs []error, workers int) {
+	c := &crew{s: s, ctx: ctx, nodes: nodes, states: states, add: add, jobs: make(chan int),
+		errs: make([]error, len(nodes))}
+	dispatched := false
+	defer func() {
+		if !dispatched { // a panic handing out the work: the workers finish theirs and none waits for more
+			close(c.jobs)
+			c.wg.Wait()
+		}
+	}()
+	c.grow(workersFor(len(nodes), s.opts.Concurrency, s.meanScrape, budget))
+	tick := time.NewTicker(max(budget/20, 10*time.Millisecond))
+	for i := 0; i < len(nodes); {
+		select {
+		case c.jobs <- i:
+			i++
+		case <-tick.C:
+			if n := rampUp(c.size, i, len(nodes), time.Since(start), budget/2); n > 0 {
+				klog.V(2).InfoS("Adding scrape workers mid-cycle", "workers", c.size, "adding", n, "started", i,
+					"nodes", len(nodes), "elapsed", time.Since(start))
+				c.grow(n)
+			}
+		}
+	}
+	tick.Stop()
+	dispatched = true
+	close(c.jobs)
+	c.wg.Wait()
+	if n := c.timed.Load(); n > 0 {
+		s.meanScrape = time.Duration(c.scraping.Load() / n)
+	}
+	return c.errs, c.size
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -126,59 +125,7 @@ func (s *Scraper) collect(ctx context.Context, add storage.AppendFunc, unreached
 	}
 	s.forgetGoneNodes()
 
-	errs := make([]error, len(nodes))
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	dispatched := false
-	defer func() {
-		if !dispatched { // a panic handing out the work: the workers finish theirs and none waits for more
-			close(jobs)
-			wg.Wait()
-		}
-	}()
-	// Time spent scraping and the scrapes it covers: only those started before the deadline, since the rest fail
-	// at once and would make the nodes look faster than they are.
-	var scraping, timed atomic.Int64
-	workers := 0
-	addWorkers := func(n int) {
-		for len(s.workers) < workers+n {
-			s.workers = append(s.workers, &worker{})
-		}
-		for _, w := range s.workers[workers : workers+n] {
-			wg.Go(func() {
-				for i := range jobs {
-					t, late := time.Now(), ctx.Err() != nil
-					errs[i] = s.work(ctx, w, nodes[i], states[i], add)
-					if !late {
-						scraping.Add(int64(time.Since(t)))
-						timed.Add(1)
-					}
-				}
-			})
-		}
-		workers += n
-	}
-	addWorkers(workersFor(len(nodes), s.opts.Concurrency, s.meanScrape, budget))
-	tick := time.NewTicker(max(budget/20, 10*time.Millisecond))
-	for i := 0; i < len(nodes); {
-		select {
-		case jobs <- i:
-			i++
-		case <-tick.C:
-			if n := rampUp(workers, i, len(nodes), time.Since(start), budget/2); n > 0 {
-				klog.V(2).InfoS("Adding scrape workers mid-cycle", "workers", workers, "adding", n, "started", i,
-					"nodes", len(nodes), "elapsed", time.Since(start))
-				addWorkers(n)
-			}
-		}
-	}
-	tick.Stop()
-	dispatched = true
-	close(jobs)
-	wg.Wait()
-	if n := timed.Load(); n > 0 {
-		s.meanScrape = time.Duration(scraping.Load() / n)
-	}
+	errs, workers := s.dispatch(ctx, nodes, states, add, budget, start)
 	if n := s.bodies.Swap(0); n > 0 {
 		s.retain = retainFor(s.bodyBytes.Swap(0) / n)
 	}

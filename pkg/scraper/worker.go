@@ -63,7 +63,10 @@ func (s *Scraper) release(w *worker) {
 	if cap(w.buf) > s.retain {
 		w.buf, w.oversized = nil, true
 	}
-	s.client.spare.put(w)
+	if w.readers.borrowed { // a worker that borrowed nothing gives back nothing
+		s.client.spare.put(w.buf, w.readers.gz)
+		w.buf, w.readers.gz, w.readers.borrowed = nil, nil, false
+	}
 }
 
 // retainMin is the largest response buffer a worker keeps whatever the recent sizes: a 110-pod node's response
@@ -119,14 +122,10 @@ func (p *scratchPool) get() ([]byte, *gzip.Reader) {
 	return sc.buf[:0], sc.gz
 }
 
-// put takes w's borrowed buffer and gzip reader back, keeping at most max spares; a worker that borrowed nothing
-// gives back nothing.
-func (p *scratchPool) put(w *worker) {
-	if !w.readers.borrowed {
-		return
-	}
-	sc := scratch{buf: w.buf, gz: w.readers.gz}
-	w.buf, w.readers.gz, w.readers.borrowed = nil, nil, false
+// put takes back what get lent (buf may have grown, or be nil when it grew too large to keep), keeping at most max
+// spares.
+func (p *scratchPool) put(buf []byte, gz *gzip.Reader) {
+	sc := scratch{buf: buf, gz: gz}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.out--

@@ -74,7 +74,7 @@ func (h *hangingKubelet) unblock() {
 
 // TestReadyzWaitsForFirstCollection starts a second metrics-ring while one kubelet hangs: /readyz must fail
 // while the first collection is still running, go on failing after it (the answer is missing that kubelet's node)
-// and name the nodes served, and pass within api.ReadyWithinCycles cycles even though that kubelet never answers.
+// and name the nodes served, and pass within collect.ReadyWithinCycles cycles even though that kubelet never answers.
 func TestReadyzWaitsForFirstCollection(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -162,7 +162,7 @@ func TestReadyzWaitsForFirstCollection(t *testing.T) {
 		}
 		return n, nil
 	}
-	const bound = 4 // api.ReadyWithinCycles
+	const bound = 4 // collect.ReadyWithinCycles
 	framework.Eventually(t, "/readyz to fail after the first collection", time.Minute, func(ctx context.Context) error {
 		before, err := cycles(ctx)
 		if err != nil {

@@ -9,11 +9,12 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/metrics-ring/metrics-ring/test/internal/pki"
 )
 
 // CA is a throwaway certificate authority for one run. Keys are ECDSA P-256: fast to generate, and every
@@ -41,41 +42,13 @@ type CertSpec struct {
 	Server       bool // server auth usage; otherwise client auth
 }
 
-// nextSerial returns a random serial: unique without shared state, so certificates can be issued concurrently.
-func nextSerial() *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		return big.NewInt(time.Now().UnixNano())
-	}
-	return n
-}
-
-// NewCA creates a self-signed CA and writes its certificate to dir/name.crt.
+// NewCA creates a self-signed CA (internal/pki) and writes its certificate to dir/name.crt.
 func NewCA(dir, name string) (*CA, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	c, err := pki.NewCA(name, 10*24*time.Hour)
 	if err != nil {
-		return nil, fmt.Errorf("generating %s key: %w", name, err)
+		return nil, err
 	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          nextSerial(),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(10 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		return nil, fmt.Errorf("signing %s: %w", name, err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, fmt.Errorf("parsing %s: %w", name, err)
-	}
-	ca := &CA{Cert: cert, Key: key, CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-	ca.CertFile = filepath.Join(dir, name+".crt")
+	ca := &CA{Cert: c.Cert, Key: c.Key, CertPEM: c.CertPEM, CertFile: filepath.Join(dir, name+".crt")}
 	if err := os.WriteFile(ca.CertFile, ca.CertPEM, 0o600); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", ca.CertFile, err)
 	}
@@ -94,7 +67,7 @@ func (ca *CA) Issue(dir, name string, spec CertSpec) (*KeyPair, error) {
 		usage = x509.ExtKeyUsageServerAuth
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber: nextSerial(),
+		SerialNumber: pki.Serial(),
 		Subject:      pkix.Name{CommonName: spec.CommonName, Organization: spec.Organization},
 		NotBefore:    now.Add(-time.Hour),
 		NotAfter:     now.Add(10 * 24 * time.Hour),

@@ -12,6 +12,8 @@ import (
 	"math/big"
 	"net"
 	"time"
+
+	"github.com/metrics-ring/metrics-ring/test/internal/pki"
 )
 
 // authority is the sim's own CA. Every node's serving certificate shares one leaf key: signing is cheap, key
@@ -29,7 +31,7 @@ type certResult struct {
 }
 
 func newAuthority() (*authority, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := pki.NewCA("kubeletsim-ca", 10*365*24*time.Hour)
 	if err != nil {
 		return nil, err
 	}
@@ -37,26 +39,7 @@ func newAuthority() (*authority, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "kubeletsim-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	return &authority{cert: cert, key: key, leafKey: leafKey,
-		pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
+	return &authority{cert: ca.Cert, key: ca.Key, leafKey: leafKey, pem: ca.CertPEM}, nil
 }
 
 // serving issues a serving certificate for a kubelet: its node name and its IP, as a kubelet's serving
