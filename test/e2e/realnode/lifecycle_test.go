@@ -23,6 +23,7 @@ import (
 // good.
 func TestInitContainer(t *testing.T) {
 	needNode(t)
+	t.Parallel()
 	pod := podOn("init", workload("main", "-millicores=50"))
 	pod.Spec.InitContainers = []corev1.Container{workload("init", "-millicores=100", "-duration=20s")}
 	createPod(t, pod, func(p *corev1.Pod) error {
@@ -81,6 +82,7 @@ func TestInitContainer(t *testing.T) {
 // TestSidecar: a restartable init container (a sidecar) is served beside the main container.
 func TestSidecar(t *testing.T) {
 	needNode(t)
+	t.Parallel()
 	side := workload("side", "-millicores=50")
 	side.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
 	pod := podOn("sidecar", workload("main", "-millicores=50"))
@@ -105,6 +107,7 @@ func TestSidecar(t *testing.T) {
 // is served again after them.
 func TestRestartedContainer(t *testing.T) {
 	needNode(t)
+	t.Parallel()
 	const burn = 200 // millicores; the container exits with status 1 after 12 s
 	createPod(t, podOn("crash", workload("crash", fmt.Sprintf("-millicores=%d", burn), "-duration=12s", "-exit-code=1")), allRunning)
 	ceiling := resource.NewMilliQuantity(burn*3/2, resource.DecimalSI)
@@ -149,6 +152,7 @@ func TestRestartedContainer(t *testing.T) {
 // serving it within a cycle.
 func TestDeletedPodGone(t *testing.T) {
 	needNode(t)
+	t.Parallel()
 	createPod(t, podOn("gone", workload("gone", "-millicores=50")), allRunning)
 	framework.Eventually(t, "gone served", time.Minute, func(ctx context.Context) error {
 		_, err := podMetrics(ctx, "gone")

@@ -3,6 +3,7 @@ package realnode
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -40,6 +41,10 @@ var env struct {
 	msErr error
 }
 
+// The tests that mostly wait (on the kubelet's restarts and deletions, on an init container's end) run in
+// parallel, after the ones measuring CPU against the cgroups and the HPA's: their pods have names of their own,
+// and they keep the package inside about 5 minutes.
+
 // unproven lists the tests not yet seen passing three runs in a row on a loaded machine: they run only with
 // E2E_REALNODE=all, so that CI is never failed by a test still being stabilised (a proven one is set false).
 var unproven = map[string]bool{
@@ -52,6 +57,7 @@ var unproven = map[string]bool{
 }
 
 func TestMain(m *testing.M) {
+	waitersInParallel()
 	if os.Getenv("E2E_REALNODE") != "all" && allUnproven() {
 		// Nothing would run: start no node.
 		env.skip = "not yet proven reliable on CI; run with E2E_REALNODE=all"
@@ -119,6 +125,18 @@ func setup(ctx context.Context, s *framework.Suite) (err error) {
 		env.ms = nil
 	}
 	return nil
+}
+
+// waitersInParallel lets every parallel test of the package run at once unless -parallel says otherwise: they
+// wait on the kubelet (restart back-offs, an init container's end), not on the cores, and go test's default of
+// one per core would run them two by two on CI's 2 cores (about a minute more).
+func waitersInParallel() {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", "8")
+	}
 }
 
 func concatFiles(dst string, srcs ...string) error {

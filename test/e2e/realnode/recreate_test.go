@@ -21,6 +21,7 @@ import (
 // logged beside (not asserted: it is the reference, not the code under test).
 func TestRecreatedPod(t *testing.T) {
 	needNode(t)
+	t.Parallel()
 	const name = "again"
 	pods := env.cp.Client.CoreV1().Pods(namespace)
 	createPod(t, podOn(name, workload("c", "-millicores=400", "-memory-mib=96")), allRunning)

@@ -86,6 +86,7 @@ func TestCPUAndMemoryAgainstCgroup(t *testing.T) {
 // show what v1 serves for the same sample.
 func TestKubectlTopAndV1beta1(t *testing.T) {
 	needNode(t)
+	t.Parallel()
 	createPod(t, podOn("top", workload("burn", "-millicores=150", "-memory-mib=32")), allRunning)
 	framework.Eventually(t, "kubectl top and v1beta1 agree with v1 on one sample", 2*time.Minute, func(ctx context.Context) error {
 		before, err := podMetrics(ctx, "top")
