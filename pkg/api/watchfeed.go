@@ -109,11 +109,16 @@ func (fs *watchFeeds[P]) leave(f *watchFeed[P]) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if f.refs--; f.refs == 0 {
-		f.gone = true
-		if fs.bySel[f.key] == f {
-			delete(fs.bySel, f.key)
-		}
+		fs.retire(f)
 		f.stop()
+	}
+}
+
+// retire marks f gone and takes it off the map: new watchers of its selection start a new feed. fs.mu is held.
+func (fs *watchFeeds[P]) retire(f *watchFeed[P]) {
+	f.gone = true
+	if fs.bySel[f.key] == f {
+		delete(fs.bySel, f.key)
 	}
 }
 
@@ -255,10 +260,7 @@ func (f *watchFeed[P]) run() {
 func (f *watchFeed[P]) publish(bt *batch, next *build[P], snap storage.Snapshot) {
 	if bt.end != nil {
 		f.res.feeds.mu.Lock()
-		f.gone = true // new watchers of the selection start a new feed
-		if f.res.feeds.bySel[f.key] == f {
-			delete(f.res.feeds.bySel, f.key)
-		}
+		f.res.feeds.retire(f)
 		f.res.feeds.mu.Unlock()
 	}
 	f.mu.Lock()
