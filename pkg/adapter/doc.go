@@ -6,7 +6,7 @@
 // prometheus-adapter's resourceRules block, loaded unchanged, so an operator migrates by pointing metrics-ring at
 // the file they already have.
 //
-// It keeps no loop, no health and no say in which objects exist (storage takes the pods the informers bound).
-// Files: config.go and template.go (the rules and their queries), client.go and decode.go (one query, streamed
-// under a cap), mapping.go (series to samples), adapter.go (one cycle; failure streaks) and metrics.go.
+// It owns the rules, the queries they render, the HTTP client and how results map to samples. It keeps no loop, no
+// health and no say in which objects exist (storage takes the pods the informers bound); only failure streaks, for
+// logging once per streak.
 package adapter
