@@ -19,6 +19,8 @@ import (
 const (
 	readersGroup = "metrics-ring-bench:readers"
 	hpaUser      = "bench-hpa-controller"
+	// hpaTimeout bounds each HPA-like list, as the controller's client does.
+	hpaTimeout = 30 * time.Second
 )
 
 // attackResult is one attack phase (issue 26 finding 1): users each cycling through distinct selectors that
@@ -70,21 +72,9 @@ func runAttack(ctx context.Context, o options, t target, b *framework.Backend, c
 	if o.loadVia == "aggregator" {
 		base, backend = cp.URL, nil
 	}
-	// What view grants on metrics.k8s.io: the role the manifests aggregate into it (no controller manager runs
-	// here to aggregate it).
-	if err := cp.BindClusterRole(ctx, "metrics-ring-bench-readers", readersGroup, "system:aggregated-metrics-reader"); err != nil {
-		return nil, err
-	}
-	timeout := 30 * time.Second
-	hpa, err := cp.UserClient(backend, hpaUser, []string{readersGroup}, timeout, true)
+	hpa, attackers, err := attackClients(ctx, cp, backend, users)
 	if err != nil {
 		return nil, err
-	}
-	attackers := make([]*http.Client, users)
-	for i := range attackers {
-		if attackers[i], err = cp.UserClient(backend, fmt.Sprintf("bench-attacker-%d", i), []string{readersGroup}, 2*time.Minute, false); err != nil {
-			return nil, err
-		}
 	}
 	pods := o.nodes * o.pods
 	fmt.Fprintf(os.Stderr, "%s: attack: idle for %s, %d HPA-like clients alone for %s, then with %d users listing all %d pods through %d distinct selectors each via %s for %s...\n",
@@ -97,7 +87,7 @@ func runAttack(ctx context.Context, o options, t target, b *framework.Backend, c
 	}
 	r.rssIdle, r.coll.loadBefore = s0.RSS, loadAvg()
 
-	pctx, stopAll := context.WithTimeout(ctx, o.hpaInterval+o.attackDuration+2*timeout)
+	pctx, stopAll := context.WithTimeout(ctx, o.hpaInterval+o.attackDuration+2*hpaTimeout)
 	defer stopAll()
 	kept := sampleKept(pctx, direct, b.URL())
 	rss := sampleRSS(pctx, b, nil)
@@ -159,6 +149,40 @@ func runAttack(ctx context.Context, o options, t target, b *framework.Backend, c
 	if hwmReset {
 		r.hwm = s1.PeakRSS
 	}
+	elapsed := time.Since(start)
+	r.coll.window, r.coll.loadAfter = elapsed, loadAvg()
+	r.coll.cpuPerMin = (s1.CPU - s0.CPU).Seconds() / elapsed.Minutes()
+	r.expectedCycles = float64(int(elapsed / o.resolution))
+	r.tally(t, m0, m1, tallies)
+	fmt.Fprintf(os.Stderr, "%s: attack by %d users: RSS %s idle, %s peak; HPA p99 %s alone, %s during (%d of %d ok); %d builds, %d evicted\n",
+		t.name, users, mib(float64(r.rssIdle)), mib(float64(r.rssPeak)), r.alone.quantile(0.99), r.during.quantile(0.99),
+		r.during.ok, r.during.requests, int(r.builds), int(r.evicted))
+	return r, nil
+}
+
+// attackClients gives readersGroup what view grants on metrics.k8s.io and makes the clients of an attack phase:
+// the HPA fleet's one (one identity, HTTP/2) and one per attacking user (its own identity and connection).
+func attackClients(ctx context.Context, cp *framework.ControlPlane, backend *framework.Backend, users int) (*http.Client, []*http.Client, error) {
+	// What view grants on metrics.k8s.io: the role the manifests aggregate into it (no controller manager runs
+	// here to aggregate it).
+	if err := cp.BindClusterRole(ctx, "metrics-ring-bench-readers", readersGroup, "system:aggregated-metrics-reader"); err != nil {
+		return nil, nil, err
+	}
+	hpa, err := cp.UserClient(backend, hpaUser, []string{readersGroup}, hpaTimeout, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	attackers := make([]*http.Client, users)
+	for i := range attackers {
+		if attackers[i], err = cp.UserClient(backend, fmt.Sprintf("bench-attacker-%d", i), []string{readersGroup}, 2*time.Minute, false); err != nil {
+			return nil, nil, err
+		}
+	}
+	return hpa, attackers, nil
+}
+
+// tally fills in what the server's metrics (m0 before the phase, m1 after) and the attackers' tallies say.
+func (r *attackResult) tally(t target, m0, m1 samples, tallies []*attackTally) {
 	r.keptEnd = m1.value(buildsKept)
 	const dur = "apiserver_request_duration_seconds"
 	list := []string{`resource="pods"`, `verb="LIST"`, `group="metrics.k8s.io"`}
@@ -168,11 +192,7 @@ func runAttack(ctx context.Context, o options, t target, b *framework.Backend, c
 	r.builds = m1.value(buildsTotal) - m0.value(buildsTotal)
 	r.evicted = m1.value(buildsEvicted) - m0.value(buildsEvicted)
 	r.rejected = m1.sumOf(buildsRejected) - m0.sumOf(buildsRejected)
-	elapsed := time.Since(start)
-	r.coll.window, r.coll.loadAfter = elapsed, loadAvg()
-	r.coll.cpuPerMin = (s1.CPU - s0.CPU).Seconds() / elapsed.Minutes()
 	r.coll.cycleStats(t, m0, m1)
-	r.expectedCycles = float64(int(elapsed / o.resolution))
 	r.attack.kinds = map[string]int{}
 	for _, a := range tallies {
 		r.attack.requests += a.requests
@@ -185,10 +205,6 @@ func runAttack(ctx context.Context, o options, t target, b *framework.Backend, c
 			r.attack.kinds[k] += n
 		}
 	}
-	fmt.Fprintf(os.Stderr, "%s: attack by %d users: RSS %s idle, %s peak; HPA p99 %s alone, %s during (%d of %d ok); %d builds, %d evicted\n",
-		t.name, users, mib(float64(r.rssIdle)), mib(float64(r.rssPeak)), r.alone.quantile(0.99), r.during.quantile(0.99),
-		r.during.ok, r.during.requests, int(r.builds), int(r.evicted))
-	return r, nil
 }
 
 // keptSampler reads metrics_ring_api_builds_kept_bytes every 2 s and keeps the largest value.
