@@ -10,8 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// DefaultBuildWait is how long a request waits for a build slot before it is answered 429 Too Many Requests.
-const DefaultBuildWait = 5 * time.Second
+// defaultBuildWait is how long a request waits for a build slot before it is answered 429 Too Many Requests.
+const defaultBuildWait = 5 * time.Second
 
 // buildLimit bounds the builds running at once (lists, pages and watch events made from a snapshot), a few per
 // core: builds are CPU and memory, and a reader that asks for many distinct selections at once must not take the
@@ -28,7 +28,7 @@ func newBuildLimit(n int) *buildLimit {
 	if n <= 0 {
 		n = 2 * runtime.GOMAXPROCS(0)
 	}
-	return &buildLimit{slots: make(chan struct{}, n), wait: DefaultBuildWait, after: time.After}
+	return &buildLimit{slots: make(chan struct{}, n), wait: defaultBuildWait, after: time.After}
 }
 
 type patientKey struct{}

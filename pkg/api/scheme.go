@@ -40,11 +40,11 @@ var (
 // 1.37) and v1beta1 (read by the HPA and VPA, and the only one clusters before 1.37 register an APIService for).
 var Versions = []string{metricsv1.SchemeGroupVersion.Version, v1beta1.SchemeGroupVersion.Version}
 
-// APIGroupInfo returns the metrics.k8s.io group with the nodes and pods resources served by the given storages in
+// apiGroupInfo returns the metrics.k8s.io group with the nodes and pods resources served by the given storages in
 // every version of Versions: the same storage, so both versions answer from one snapshot with one set of builds
 // (the objects are internal; each request's codec converts them to its version, and the shared encodings are
 // keyed by that codec, so they never mix versions).
-func APIGroupInfo(nodes, pods rest.Storage) genericapiserver.APIGroupInfo {
+func apiGroupInfo(nodes, pods rest.Storage) genericapiserver.APIGroupInfo {
 	info := genericapiserver.NewDefaultAPIGroupInfo(metrics.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 	for _, v := range Versions {
 		info.VersionedResourcesStorageMap[v] = map[string]rest.Storage{"nodes": nodes, "pods": pods}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,7 +41,7 @@ func listSelectors(opts *metainternalversion.ListOptions, namespaced bool) (sele
 		supported = append(supported, fieldNamespace)
 	}
 	for _, r := range opts.FieldSelector.Requirements() {
-		if !contains(supported, r.Field) {
+		if !slices.Contains(supported, r.Field) {
 			return s, apierrors.NewBadRequest(fmt.Sprintf("field selector %q: field %q is not supported, only %s",
 				opts.FieldSelector.String(), r.Field, strings.Join(supported, " and ")))
 		}
@@ -65,13 +66,4 @@ func (s selectors) matchFields(namespace, name string) bool {
 		set[fieldNamespace] = namespace
 	}
 	return s.fields.Matches(set)
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

@@ -154,7 +154,7 @@ func NewServer(cfg *genericapiserver.Config, d Deps) (*genericapiserver.GenericA
 	}); err != nil {
 		return nil, fmt.Errorf("adding the watch shutdown hook: %w", err)
 	}
-	info := APIGroupInfo(nodes, pods)
+	info := apiGroupInfo(nodes, pods)
 	if err := s.InstallAPIGroup(&info); err != nil {
 		return nil, fmt.Errorf("installing metrics.k8s.io: %w", err)
 	}

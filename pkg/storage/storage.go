@@ -136,6 +136,3 @@ func New(o Options) *Storage {
 	s.recent.Store(&[]*view{first})
 	return s
 }
-
-// Options returns the options in force, defaults applied.
-func (s *Storage) Options() Options { return s.opts }

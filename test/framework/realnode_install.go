@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 )
 
@@ -45,7 +46,7 @@ var ErrNoRealNode = errors.New("a real node cannot start here")
 func EnsureNodePrograms(out io.Writer) (NodePrograms, error) {
 	var missing []string
 	for _, p := range nodePackages {
-		if _, err := os.Stat(p.path); err != nil && !contains(missing, p.pkg) {
+		if _, err := os.Stat(p.path); err != nil && !slices.Contains(missing, p.pkg) {
 			missing = append(missing, p.pkg)
 		}
 	}
@@ -88,15 +89,6 @@ func EnsureNodePrograms(out io.Writer) (NodePrograms, error) {
 		}
 	}
 	return progs, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // EnsureKubelet builds the kubelet of the pinned k8s.io/kubernetes into cacheDir, once per version.
