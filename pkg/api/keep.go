@@ -14,8 +14,8 @@ const DefaultReaderCacheBytes = 64 << 20
 // bytes, not by count (DESIGN.md section 3, "Readers' cost"), and shares the budget fairly between users. Each
 // thing kept has holders, the users whose requests use it, and its bytes are split evenly between them: a user
 // reading what another made pays its part. A user at or above its share (the budget split evenly between the
-// users holding anything) makes room by letting go of what it holds, least recently used first: a thing others
-// still hold stays, charged to them; one it alone holds is evicted. So one user cycling through distinct
+// users holding anything) makes room by evicting what it alone holds, least recently used first: a thing others
+// hold too stays (letting go of it would free nothing, its share moving to them). So one user cycling through distinct
 // selections that each match everything evicts its own, never the server's memory or another user's builds; a
 // user below its share takes room from the heaviest user. What is not kept is still served, built for the request
 // alone (and the number built at once is buildLimit's to bound). Bytes are estimates, cheap to make: items times
@@ -202,10 +202,12 @@ func (kp *keeper) victim(k *kept, n int64) (*kept, string) {
 	return oldest(u, k), user
 }
 
-// oldest is u's least recently used holding other than k, or nil.
+// oldest is u's least recently used holding other than k that u alone holds, or nil. What others hold too is
+// skipped: letting go of it frees no bytes (its share moves to them), so admit would go on to them, and one
+// small admission could end a thing all of them share.
 func oldest(u *userKept, k *kept) *kept {
 	for e := u.items.Front(); e != nil; e = e.Next() {
-		if v := e.Value.(*kept); v != k {
+		if v := e.Value.(*kept); v != k && len(v.holders) == 1 {
 			return v
 		}
 	}
