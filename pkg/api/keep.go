@@ -40,6 +40,7 @@ type kept struct {
 	holders map[string]*list.Element // each holder's place in its items; empty when not kept
 	bytes   int64
 	gone    bool // evicted or forgotten: nothing more is charged to it
+	live    bool // a watch feed: ending it ends watches, so what can be built again never makes it go
 	// drop is told that user was made to let go (to make room); last when nobody holds it any more, so what it
 	// keeps must go. Called on its own goroutine, once the accounts are settled.
 	drop func(user string, last bool)
@@ -204,10 +205,11 @@ func (kp *keeper) victim(k *kept, n int64) (*kept, string) {
 
 // oldest is u's least recently used holding other than k that u alone holds, or nil. What others hold too is
 // skipped: letting go of it frees no bytes (its share moves to them), so admit would go on to them, and one
-// small admission could end a thing all of them share.
+// small admission could end a thing all of them share. A live thing (a feed) is skipped unless k is live too:
+// what is kept only to be served again (a build, a page) is never worth ending watches for.
 func oldest(u *userKept, k *kept) *kept {
 	for e := u.items.Front(); e != nil; e = e.Next() {
-		if v := e.Value.(*kept); v != k && len(v.holders) == 1 {
+		if v := e.Value.(*kept); v != k && len(v.holders) == 1 && (!v.live || k.live) {
 			return v
 		}
 	}
