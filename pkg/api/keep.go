@@ -185,7 +185,10 @@ func (kp *keeper) victim(k *kept, n int64) (*kept, string) {
 	n = share(k, n)
 	// u's share is the budget split between the users holding anything, u included.
 	if u.bytes+n >= kp.budget/int64(len(kp.users)) {
-		return oldest(u, k), user
+		if v := oldest(u, k); v != nil || !k.live {
+			return v, user
+		}
+		return kp.coldest(k)
 	}
 	var heaviest *userKept
 	var name string
@@ -203,17 +206,35 @@ func (kp *keeper) victim(k *kept, n int64) (*kept, string) {
 	return oldest(u, k), user
 }
 
-// oldest is u's least recently used holding other than k that u alone holds, or nil. What others hold too is
+// oldest is u's least recently used holding other than k (nil: none, not live) that u alone holds, or nil. What others hold too is
 // skipped: letting go of it frees no bytes (its share moves to them), so admit would go on to them, and one
 // small admission could end a thing all of them share. A live thing (a feed) is skipped unless k is live too:
 // what is kept only to be served again (a build, a page) is never worth ending watches for.
 func oldest(u *userKept, k *kept) *kept {
 	for e := u.items.Front(); e != nil; e = e.Next() {
-		if v := e.Value.(*kept); v != k && len(v.holders) == 1 && (!v.live || k.live) {
+		if v := e.Value.(*kept); v != k && len(v.holders) == 1 && (!v.live || (k != nil && k.live)) {
 			return v
 		}
 	}
 	return nil
+}
+
+// coldest is, for a live k whose holder has nothing of its own to let go of, the least recently used thing that
+// can be built again of the heaviest other user keeping one: a watch is refused only when all else kept is
+// watches. Called with kp.mu held.
+func (kp *keeper) coldest(k *kept) (*kept, string) {
+	var v *kept
+	var name string
+	var heaviest int64
+	for h, o := range kp.users {
+		if _, holds := k.holders[h]; holds || (v != nil && o.bytes <= heaviest) {
+			continue
+		}
+		if c := oldest(o, nil); c != nil {
+			v, name, heaviest = c, h, o.bytes
+		}
+	}
+	return v, name
 }
 
 // charge charges n bytes already spent to k (an encoding, made while answering): when they do not fit, k is

@@ -40,3 +40,38 @@ func TestKeeperSharedNotCascaded(t *testing.T) {
 		})
 	}
 }
+
+// TestKeeperWatchTakesColdRoom: a new user's watch feed over its share of the budget, with nothing of its own to let
+// go of, evicts other users' builds (which can be built again) rather than being refused with 429; it is refused
+// only when what the others keep is all watch feeds. Before, with 100 users each keeping a cached list, a new
+// user's cluster-wide watch was refused.
+func TestKeeperWatchTakesColdRoom(t *testing.T) {
+	tests := []struct {
+		name       string
+		othersLive bool
+		want       bool
+	}{
+		{"others keep builds", false, true},
+		{"others keep watch feeds", true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kp := newKeeper(102400)
+			for i := range 100 {
+				k := &kept{user: fmt.Sprintf("u%d", i), live: tt.othersLive, drop: func(string, bool) {}}
+				kp.hold(k, k.user)
+				if !kp.admit(k, 1000) {
+					t.Fatalf("user %d's 1000 bytes not admitted", i)
+				}
+			}
+			feed := &kept{user: "new", live: true, drop: func(string, bool) {}}
+			kp.hold(feed, "new")
+			if got := kp.admit(feed, 5120); got != tt.want {
+				t.Errorf("a new user's watch of 5120 bytes admitted: %v, want %v", got, tt.want)
+			}
+			if total, _ := kp.usage(""); total > 102400 {
+				t.Errorf("%d bytes kept, over the budget", total)
+			}
+		})
+	}
+}
