@@ -94,7 +94,7 @@ func observations(t *testing.T) uint64 {
 // it can no longer be held. One nobody holds goes once it is neither among the RetainedViews newest publications
 // (a watch resumes from those) nor the newest commit; the views kept are those and the held ones.
 func TestRetainedWhileHeld(t *testing.T) {
-	f := newFixture(Options{})
+	f := newFixture(Options{StaleAfter: time.Hour}) // held views are retained only while published within it
 	var commits, all []uint64
 	held := map[uint64]*Handle{}
 	for cycle := 0; cycle < 3*RetainedViews; cycle++ {
@@ -152,6 +152,10 @@ func TestRetainedWhileHeld(t *testing.T) {
 	}
 	if _, ok := f.At(commits[3]); !ok {
 		t.Errorf("generation %d, still held, is no longer retained", commits[3])
+	}
+	f.clock.now = f.clock.now.Add(time.Hour)
+	if _, ok := f.At(commits[3]); ok {
+		t.Errorf("generation %d, held but published over --stale-after ago, is still found", commits[3])
 	}
 }
 
