@@ -142,7 +142,14 @@ func TestRetainedWhileHeld(t *testing.T) {
 	first := commits[0]
 	snap, _ := f.At(first)
 	held[first].Release()
-	held[first].Release() // twice does nothing more
+	// Releasing a handle twice does nothing more: another handle on the same view still retains it.
+	kept, _ := f.At(commits[3])
+	twice, ok := f.Hold(kept)
+	if !ok {
+		t.Fatalf("generation %d, held, could not be held again", commits[3])
+	}
+	twice.Release()
+	twice.Release()
 	f.endCycle(Outcome{Success: true})
 	if _, ok := f.At(first); ok {
 		t.Errorf("generation %d is still retained after its only handle was released and a publication came", first)
