@@ -14,8 +14,8 @@ const DefaultReaderCacheBytes = 64 << 20
 // bytes, not by count (DESIGN.md section 3, "Readers' cost"), and shares the budget fairly between users. Each
 // thing kept has holders, the users whose requests use it, and its bytes are split evenly between them: a user
 // reading what another made pays its part. A user at or above its share (the budget split evenly between the
-// users holding anything) makes room by letting go of what it holds, least recently used first: a thing others
-// still hold stays, charged to them; one it alone holds is evicted. So one user cycling through distinct
+// users holding anything) makes room by evicting what it alone holds, least recently used first: a thing others
+// hold too stays (letting go of it would free nothing, its share moving to them). So one user cycling through distinct
 // selections that each match everything evicts its own, never the server's memory or another user's builds; a
 // user below its share takes room from the heaviest user. What is not kept is still served, built for the request
 // alone (and the number built at once is buildLimit's to bound). Bytes are estimates, cheap to make: items times
@@ -40,6 +40,7 @@ type kept struct {
 	holders map[string]*list.Element // each holder's place in its items; empty when not kept
 	bytes   int64
 	gone    bool // evicted or forgotten: nothing more is charged to it
+	live    bool // a watch feed: ending it ends watches, so what can be built again never makes it go
 	// drop is told that user was made to let go (to make room); last when nobody holds it any more, so what it
 	// keeps must go. Called on its own goroutine, once the accounts are settled.
 	drop func(user string, last bool)
@@ -168,48 +169,6 @@ func (l letting) told() {
 		buildsEvicted.Inc()
 	}
 	go l.k.drop(l.user, l.last)
-}
-
-// victim chooses what a user lets go of to make room for n more bytes of k, and who: k's heaviest holder's least
-// recently used holding when that holder would be at or above its share, else the heaviest other user's. nil when
-// there is nothing to let go of but k. Called with kp.mu held.
-func (kp *keeper) victim(k *kept, n int64) (*kept, string) {
-	var user string
-	var u *userKept
-	for h := range k.holders {
-		if o := kp.users[h]; u == nil || o.bytes > u.bytes {
-			user, u = h, o
-		}
-	}
-	n = share(k, n)
-	// u's share is the budget split between the users holding anything, u included.
-	if u.bytes+n >= kp.budget/int64(len(kp.users)) {
-		return oldest(u, k), user
-	}
-	var heaviest *userKept
-	var name string
-	for h, o := range kp.users {
-		if o != u && (heaviest == nil || o.bytes > heaviest.bytes) {
-			heaviest, name = o, h
-		}
-	}
-	if heaviest == nil || heaviest.bytes <= u.bytes+n {
-		return oldest(u, k), user
-	}
-	if v := oldest(heaviest, k); v != nil {
-		return v, name
-	}
-	return oldest(u, k), user
-}
-
-// oldest is u's least recently used holding other than k, or nil.
-func oldest(u *userKept, k *kept) *kept {
-	for e := u.items.Front(); e != nil; e = e.Next() {
-		if v := e.Value.(*kept); v != k {
-			return v
-		}
-	}
-	return nil
 }
 
 // charge charges n bytes already spent to k (an encoding, made while answering): when they do not fit, k is

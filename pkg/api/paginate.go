@@ -100,10 +100,11 @@ func (s *metricsREST[P]) continuePage(ctx context.Context, token string, sel sco
 	}
 	reason := "foreign"
 	if v, err := parseVersion(rv); err == nil && s.ours(v) {
-		if b := s.builds.lookup(ctx, v.gen, sel); b != nil {
-			return b, key, nil
-		}
+		// Its snapshot first: a build kept by a lease renewed page after page must not outlive --stale-after.
 		if snap, ok := s.snaps.At(v.gen); ok {
+			if b := s.builds.lookup(ctx, v.gen, sel); b != nil {
+				return b, key, nil
+			}
 			b, err := s.builds.get(ctx, snap, sel)
 			return b, key, err
 		}

@@ -59,8 +59,8 @@ func (w *watcher[P]) push(bt *batch) {
 		(len(w.queue) > 0 && bt.cycle >= w.queue[0].cycle+maxWatchLag)):
 		w.fellBack, w.queue, let = true, nil, w.queue
 		watchesFellBehind.WithLabelValues(w.version).Inc()
-	case bt.drop:
-		w.queue, let = nil, w.queue
+	case bt.drop: // ended: nothing more is queued while the client is told, however slowly it reads
+		w.queue, w.ended, let = nil, true, w.queue
 		if w.cut == nil {
 			w.cut = bt
 			close(w.abort)

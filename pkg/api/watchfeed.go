@@ -62,7 +62,7 @@ func (fs *watchFeeds[P]) join(ctx context.Context, w *watcher[P], sel scope) (*w
 	f := fs.bySel[key]
 	if f == nil || f.gone {
 		f = &watchFeed[P]{res: fs.res, sel: sel, key: key, watchers: map[*watcher[P]]struct{}{}, users: map[string]int{}}
-		f.keep = kept{user: w.user, drop: f.dropped}
+		f.keep = kept{user: w.user, drop: f.dropped, live: true}
 		f.ctx, f.stop = context.WithCancel(patient(context.Background()))
 		fs.bySel[key] = f
 	}
@@ -240,6 +240,9 @@ func (f *watchFeed[P]) run() {
 			kp.hold(&next.keep, u)
 		}
 		f.mu.Lock()
+		for u := range f.users { // used now: its users' least recently used things go before it
+			kp.hold(&f.keep, u)
+		}
 		prev := f.cur
 		led := f.lead(next)
 		f.mu.Unlock()

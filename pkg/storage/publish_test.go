@@ -94,7 +94,7 @@ func observations(t *testing.T) uint64 {
 // it can no longer be held. One nobody holds goes once it is neither among the RetainedViews newest publications
 // (a watch resumes from those) nor the newest commit; the views kept are those and the held ones.
 func TestRetainedWhileHeld(t *testing.T) {
-	f := newFixture(Options{})
+	f := newFixture(Options{StaleAfter: time.Hour}) // held views are retained only while published within it
 	var commits, all []uint64
 	held := map[uint64]*Handle{}
 	for cycle := 0; cycle < 3*RetainedViews; cycle++ {
@@ -142,7 +142,14 @@ func TestRetainedWhileHeld(t *testing.T) {
 	first := commits[0]
 	snap, _ := f.At(first)
 	held[first].Release()
-	held[first].Release() // twice does nothing more
+	// Releasing a handle twice does nothing more: another handle on the same view still retains it.
+	kept, _ := f.At(commits[3])
+	twice, ok := f.Hold(kept)
+	if !ok {
+		t.Fatalf("generation %d, held, could not be held again", commits[3])
+	}
+	twice.Release()
+	twice.Release()
 	f.endCycle(Outcome{Success: true})
 	if _, ok := f.At(first); ok {
 		t.Errorf("generation %d is still retained after its only handle was released and a publication came", first)
@@ -152,6 +159,10 @@ func TestRetainedWhileHeld(t *testing.T) {
 	}
 	if _, ok := f.At(commits[3]); !ok {
 		t.Errorf("generation %d, still held, is no longer retained", commits[3])
+	}
+	f.clock.now = f.clock.now.Add(time.Hour)
+	if _, ok := f.At(commits[3]); ok {
+		t.Errorf("generation %d, held but published over --stale-after ago, is still found", commits[3])
 	}
 }
 

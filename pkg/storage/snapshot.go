@@ -134,12 +134,15 @@ func (s *Storage) Committed() Snapshot { return s.committed.Load() }
 
 // At returns the snapshot of a generation while it is retained (among the RetainedViews newest, the newest
 // commit, or held); ok is false when it is not (or not yet published). One released is not retained from then on,
-// though the next publication removes it: a snapshot read long after its time would have every value stale.
+// though the next publication removes it: a snapshot read long after its time would have every value stale. For
+// the same reason one only held is not found once published longer than StaleAfter ago: a page-through renewing
+// its hold then continues from the newest commit, rather than serving values older than --stale-after, or none.
 func (s *Storage) At(generation uint64) (Snapshot, bool) {
 	recent := *s.recent.Load()
 	for i, v := range recent {
 		if v.Generation() == generation {
-			ok := i >= len(recent)-RetainedViews || v == s.committed.Load() || v.holds.Load() > 0
+			held := v.holds.Load() > 0 && v.clock.mono()-v.published <= int64(v.staleAfter)
+			ok := i >= len(recent)-RetainedViews || v == s.committed.Load() || held
 			return v, ok
 		}
 	}
@@ -151,6 +154,7 @@ func (s *Storage) At(generation uint64) (Snapshot, bool) {
 func (s *Storage) publish(v *view, committed bool, began int64) {
 	s.published++
 	v.generation, v.committed, v.changed = s.epoch+s.published, committed, make(chan struct{})
+	v.published = began
 	s.pubBatches, s.pubAt = s.batches, began
 	s.dirty.reset()
 	prev := s.view.Swap(v)
