@@ -128,7 +128,7 @@ func (b *build[P]) shed() {
 	b.pagesMu.Unlock()
 }
 
-// genBuilds are the builds of one snapshot, kept until until once a newer snapshot is published. The cache holds
+// genBuilds are the builds of one snapshot, kept until their lease runs out once a newer snapshot is published. The cache holds
 // the snapshot meanwhile (handle), so a continue token whose build was evicted reads the same collection again.
 type genBuilds[P any] struct {
 	bySel  map[string]*build[P]

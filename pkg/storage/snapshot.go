@@ -42,9 +42,6 @@ func (s *Storage) Hold(snap Snapshot) (*Handle, bool) {
 	}
 }
 
-// Snapshot returns the snapshot h holds.
-func (h *Handle) Snapshot() Snapshot { return h.v }
-
 // Release lets go of the snapshot: the next publication drops it unless it is among the newest or held by another.
 // Releasing twice, or a nil Handle, does nothing.
 func (h *Handle) Release() {

@@ -79,7 +79,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	ours.IntVar(&o.MaxWatches, "max-watches", o.MaxWatches, "Watches on NodeMetrics and PodMetrics open at once; beyond it a watch gets 429 Too Many Requests.")
 	ours.IntVar(&o.MaxWatchesPerUser, "max-watches-per-user", o.MaxWatchesPerUser, "Watches one user may have open at once (0: no per-user limit); beyond it a watch gets 429 Too Many Requests.")
 
-	ours.Int64Var(&o.ReaderCacheBytes, "reader-cache-bytes", o.ReaderCacheBytes, "Bytes that lists, pages and watch events built for readers may keep between requests, shared fairly between users (0: a sixteenth of the memory limit, GOMEMLIMIT or the container's, else 64 MiB).")
+	ours.Int64Var(&o.ReaderCacheBytes, "reader-cache-bytes", o.ReaderCacheBytes, "Bytes that lists, pages and watch feeds built for readers may keep between requests, shared fairly between users (a user's watches end with 410 Gone when it is over its share) (0: a sixteenth of the memory limit, GOMEMLIMIT or the container's, else 64 MiB).")
 
 	o.Server.AddFlags(&fss)
 	o.Kubelet.AddFlags(fss.FlagSet("kubelet client"))
