@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -205,9 +206,16 @@ func generation(ctx context.Context, hc *http.Client, base string) (uint64, erro
 	if err != nil || code != http.StatusOK {
 		return 0, fmt.Errorf("reading the newest resourceVersion: status %d: %v", code, err)
 	}
-	gen, err := strconv.ParseUint(l.Metadata.ResourceVersion, 10, 64)
+	return generationOf(l.Metadata.ResourceVersion)
+}
+
+// generationOf is the generation in a resourceVersion, `<generation>-<run>` (DESIGN.md section 2: the run names the
+// server, so that another replica's numbers are never taken for ours); a bare number is read too.
+func generationOf(rv string) (uint64, error) {
+	num, _, _ := strings.Cut(rv, "-")
+	gen, err := strconv.ParseUint(num, 10, 64)
 	if err != nil || gen == 0 {
-		return 0, fmt.Errorf("the nodes list's resourceVersion %q is not a generation", l.Metadata.ResourceVersion)
+		return 0, fmt.Errorf("the nodes list's resourceVersion %q is not a generation", rv)
 	}
 	return gen, nil
 }

@@ -145,3 +145,22 @@ func TestPagePods(t *testing.T) {
 		t.Errorf("failures %v, want one 429 and one 410", p.failures)
 	}
 }
+
+func TestGenerationOf(t *testing.T) {
+	for _, tc := range []struct {
+		rv   string
+		want uint64
+		ok   bool
+	}{
+		{"42-abcdefghij", 42, true}, // the server's <generation>-<run>
+		{"42", 42, true},            // a bare number, as before runs were named
+		{"0-abcdefghij", 0, false},
+		{"", 0, false},
+		{"x-42", 0, false},
+	} {
+		got, err := generationOf(tc.rv)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("generationOf(%q) = %d, %v; want %d, ok %v", tc.rv, got, err, tc.want, tc.ok)
+		}
+	}
+}
