@@ -57,20 +57,13 @@ type containerSample struct {
 
 // containers returns every container's values, keyed by namespace/pod/container.
 func (k *kubeletReader) containers(ctx context.Context) (map[string]containerSample, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, k.url, nil)
+	body, err := k.get(ctx)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := k.hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", k.url, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: status %d", k.url, resp.StatusCode)
-	}
+	defer body.Close()
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := p.TextToMetricFamilies(resp.Body)
+	families, err := p.TextToMetricFamilies(body)
 	if err != nil {
 		return nil, fmt.Errorf("parsing %s: %w", k.url, err)
 	}
@@ -104,16 +97,12 @@ func key(pod, container string) string { return strings.Join([]string{namespace,
 // podLines are the raw lines of /metrics/resource about the pod's containers (CPU, memory and start time), as
 // the kubelet wrote them: two containers under one name show as two lines of a series.
 func (k *kubeletReader) podLines(ctx context.Context, pod string) ([]string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, k.url, nil)
+	r, err := k.get(ctx)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := k.hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", k.url, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	defer r.Close()
+	body, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", k.url, err)
 	}
@@ -124,4 +113,21 @@ func (k *kubeletReader) podLines(ctx context.Context, pod string) ([]string, err
 		}
 	}
 	return out, nil
+}
+
+// get is the body of one GET of /metrics/resource, or an error naming the URL and the status when it is not 200.
+func (k *kubeletReader) get(ctx context.Context) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, k.url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := k.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", k.url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("GET %s: status %d", k.url, resp.StatusCode)
+	}
+	return resp.Body, nil
 }
