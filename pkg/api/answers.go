@@ -89,16 +89,19 @@ func isNoRoom(err error) (int64, bool) {
 }
 
 // take takes n bytes for an answer of the request of ctx. An answer under smallAnswer takes nothing, nor does a
-// call that did not come through the handler (nobody would give the bytes back). A request holding room already
+// call that did not come through the handler (nobody would give the bytes back); a request ended gets its error. A request holding room already
 // uses it, and takes what it lacks without waiting: it would wait for room it holds itself (a table of its own
 // list). Otherwise, when there is no room, take waits (wait) or returns noRoom.
 func (a *answerBudget) take(ctx context.Context, n int64, wait bool) error {
-	h := holdOf(ctx)
-	if n < smallAnswer || h == nil {
+	if n < smallAnswer {
 		return nil
 	}
-	if err := ctx.Err(); err != nil {
+	if err := ctx.Err(); err != nil { // the client is gone: nothing to make for it
 		return err
+	}
+	h := holdOf(ctx)
+	if h == nil {
+		return nil
 	}
 	n = min(n, a.budget)
 	h.mu.Lock()
