@@ -89,9 +89,9 @@ func isNoRoom(err error) (int64, bool) {
 }
 
 // take takes n bytes for an answer of the request of ctx. An answer under smallAnswer takes nothing, nor does a
-// call that did not come through the handler (nobody would give the bytes back); a request ended gets its error. A request holding room already
-// uses it, and takes what it lacks without waiting: it would wait for room it holds itself (a table of its own
-// list). Otherwise, when there is no room, take waits (wait) or returns noRoom.
+// call that did not come through the handler (nobody would give the bytes back); an ended request gets its error.
+// A request holding room already uses it, and takes what it lacks without waiting: it would wait for room it holds
+// itself (a table of its own list). Otherwise, when there is no room, take waits (wait) or returns noRoom.
 func (a *answerBudget) take(ctx context.Context, n int64, wait bool) error {
 	if n < smallAnswer {
 		return nil
@@ -155,24 +155,21 @@ func (a *answerBudget) tryTake(h *answerHold, n int64) bool {
 
 // await takes n bytes for h, waiting within ctx for at most the build wait; then 429. h.mu is held.
 func (a *answerBudget) await(ctx context.Context, h *answerHold, n int64) error {
-	if h.bytes > 0 {
+	if h.bytes > 0 || a.tryTake(h, n) {
 		return nil
 	}
-	var timeout <-chan time.Time
-	for waiting := false; ; {
+	answersWaiting.Inc()
+	defer answersWaiting.Dec()
+	timeout := a.after(a.wait)
+	for {
 		a.mu.Lock()
 		if a.fits(h.user, n) {
 			a.add(h, n)
 			a.mu.Unlock()
 			return nil
 		}
-		freed := a.freed
+		freed := a.freed // taken under a.mu with the check: no release goes unseen
 		a.mu.Unlock()
-		if !waiting {
-			waiting, timeout = true, a.after(a.wait)
-			answersWaiting.Inc()
-			defer answersWaiting.Dec()
-		}
 		select {
 		case <-freed:
 		case <-ctx.Done():
