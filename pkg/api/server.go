@@ -140,6 +140,9 @@ func NewServer(cfg *genericapiserver.Config, d Deps) (*genericapiserver.GenericA
 	RegisterMetrics()
 	// Innermost, around the API handler: the user is known, and the generic timeout filter's deadline is set.
 	chain := cfg.BuildHandlerChainFunc
+	if chain == nil {
+		chain = genericapiserver.DefaultBuildHandlerChain
+	}
 	cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
 		return chain(answersWritten(h), c)
 	}
