@@ -79,27 +79,32 @@ type buildEvents[P any] struct {
 }
 
 // fullList returns the list of every entry, shared by the requests of this build, built and encoded once, when the
-// keeper has room for it.
+// keeper has room for it; else the request's own, within the answer budget.
 func (b *build[P]) fullList(ctx context.Context) (runtime.Object, error) {
 	if len(b.entries) == 0 {
 		// The handler sets an empty list's items in place; an empty list is cheap, so each request gets its own.
 		return b.res.kind.list(nil, b.rv, b.created), nil
 	}
 	b.fullMu.Lock()
-	defer b.fullMu.Unlock()
 	if b.full != nil {
+		defer b.fullMu.Unlock()
 		return b.full, nil
 	}
+	n := listBytes(b.entries)
+	if !b.shared || !b.res.builds.keeper.admit(&b.keep, n) {
+		b.fullMu.Unlock()
+		return b.res.alone(ctx, b.entries, true, func() (runtime.Object, error) { // this request's alone
+			return b.res.kind.list(b.entries, b.rv, b.created), nil
+		})
+	}
+	defer b.fullMu.Unlock()
 	release, err := b.res.limit.acquire(ctx)
 	if err != nil {
+		b.res.builds.keeper.refund(&b.keep, n)
 		return nil, err
 	}
 	defer release()
 	list := b.res.kind.list(b.entries, b.rv, b.created)
-	n := listBytes(b.entries)
-	if !b.shared || !b.res.builds.keeper.admit(&b.keep, n) {
-		return list, nil // this request's alone
-	}
 	b.fullKept = &shared{bytes: n}
 	b.full = b.res.builds.chargeEncodings(b, b.res.kind.shared(list), b.fullKept)
 	return b.full, nil
@@ -224,6 +229,9 @@ var errLeaderGone = errors.New("the request building this list ended")
 // get returns the build of sel at snap (resourceVersion rv), making it when nobody has. Concurrent requests for one
 // build wait for it rather than each making their own; making one waits for a slot of buildLimit.
 func (c *buildCache[P]) get(ctx context.Context, snap storage.Snapshot, sel scope) (*build[P], error) {
+	if err := ctx.Err(); err != nil { // the client is gone: nothing to build for it
+		return nil, err
+	}
 	gen := snap.Generation()
 	key := sel.key()
 	for {

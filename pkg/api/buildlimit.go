@@ -38,6 +38,9 @@ func patient(ctx context.Context) context.Context { return context.WithValue(ctx
 
 // acquire takes a slot; release gives it back.
 func (l *buildLimit) acquire(ctx context.Context) (release func(), err error) {
+	if err := ctx.Err(); err != nil { // the client is gone: no slot for it
+		return nil, err
+	}
 	release = func() { <-l.slots }
 	select {
 	case l.slots <- struct{}{}:

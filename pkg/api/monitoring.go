@@ -87,6 +87,27 @@ var (
 		Help:           "Estimated bytes that readers' builds keep between requests (entries, shared lists and pages, encodings), bounded by --reader-cache-bytes.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	answersInFlightBytes = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace:      "metrics_ring",
+		Subsystem:      "api",
+		Name:           "answers_in_flight_bytes",
+		Help:           "Estimated bytes of the large answers nothing keeps (lists, pages and tables made for one request) being made and written, bounded by --answer-bytes.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	answersWaiting = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace:      "metrics_ring",
+		Subsystem:      "api",
+		Name:           "answers_waiting",
+		Help:           "Requests waiting for room in --answer-bytes for their answer, holding none of it meanwhile.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	answersRejected = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "metrics_ring",
+		Subsystem:      "api",
+		Name:           "answers_rejected_total",
+		Help:           "Requests answered 429 because --answer-bytes (or their user's quarter of it) had no room for their answer for as long as they could wait, by API version.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"version"})
 	buildsRejected = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace:      "metrics_ring",
 		Subsystem:      "api",
@@ -103,7 +124,8 @@ func RegisterMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(metricFreshness, watchesActive, watchesRejected, watchesFellBehind, watchesOverBudget,
 			watchPanics,
-			buildsMade, buildsEvicted, buildsKeptBytes, buildsRejected, pagesContinuedFromNewest)
+			buildsMade, buildsEvicted, buildsKeptBytes, buildsRejected, pagesContinuedFromNewest,
+			answersInFlightBytes, answersWaiting, answersRejected)
 	})
 }
 

@@ -149,20 +149,19 @@ func (s *metricsREST[P]) page(ctx context.Context, b *build[P], after string, li
 	if limit > 0 && int64(end-start) > limit {
 		end = start + int(limit)
 	}
+	cut := func() (runtime.Object, error) { return s.cut(b, start, end) }
 	switch {
 	case end-start > smallPage:
-		release, err := s.limit.acquire(ctx)
-		if err != nil {
-			return nil, err
-		}
-		defer release()
-		return s.cut(b, start, end)
+		return s.alone(ctx, b.entries[start:end], true, cut)
 	case end == start || !b.shared: // an empty page is the handler's to fill in; a build not kept
-		return s.cut(b, start, end)
+		return s.alone(ctx, b.entries[start:end], false, cut)
 	}
 	return b.sharedPage(start, end, func(p *shared) (runtime.Object, error) {
+		if p == nil { // not kept: the request's alone
+			return s.alone(ctx, b.entries[start:end], false, cut)
+		}
 		list, err := s.cut(b, start, end)
-		if err != nil || p == nil {
+		if err != nil {
 			return list, err
 		}
 		return s.builds.chargeEncodings(b, s.kind.shared(list), p), nil

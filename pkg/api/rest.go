@@ -24,6 +24,7 @@ type metricsREST[P any] struct {
 	now     func() metav1.Time
 	builds  *buildCache[P]
 	limit   *buildLimit
+	answers *answerBudget
 	watches *watchHub
 	feeds   *watchFeeds[P]
 }
@@ -41,23 +42,25 @@ var (
 )
 
 // readers is what the REST storages of one server share, so their bounds hold for both kinds together: the run
-// that names its resourceVersions, the watch bounds, the build slots and the budget of what builds keep.
+// that names its resourceVersions, the watch bounds, the build slots, the budget of what builds keep and that of
+// answers in flight.
 type readers struct {
 	run     string
 	watches *watchHub
 	limit   *buildLimit
 	keeper  *keeper
+	answers *answerBudget
 }
 
 // newReaders bounds the readers of one server as Deps says (zero values: the defaults).
 func newReaders(d Deps) readers {
 	return readers{run: newRun(), watches: newWatchHub(d.MaxWatches, d.MaxWatchesPerUser),
-		limit: newBuildLimit(d.MaxBuilds), keeper: newKeeper(d.ReaderCacheBytes)}
+		limit: newBuildLimit(d.MaxBuilds), keeper: newKeeper(d.ReaderCacheBytes), answers: newAnswerBudget(d.AnswerBytes)}
 }
 
 func newMetricsREST[P any](m Snapshots, k kind[P], r readers) *metricsREST[P] {
 	s := &metricsREST[P]{info: k.info(), run: r.run, kind: k, snaps: m, now: metav1.Now, limit: r.limit,
-		watches: r.watches}
+		answers: r.answers, watches: r.watches}
 	s.builds = newBuildCache(s, r.keeper)
 	s.feeds = newFeeds(s)
 	return s
@@ -83,24 +86,14 @@ func (s *metricsREST[P]) NewList() runtime.Object { return s.info.newList() }
 
 // List implements rest.Lister: every selected object with servable metrics, sorted by (namespace,) name, read from
 // one snapshot whose generation is the list's resourceVersion; limit and continue page through that snapshot.
-// Every list and page of one snapshot and selection shares one build (see build).
+// Every list and page of one snapshot and selection shares one build (see build); answers nothing keeps are
+// bounded in bytes while they are written (answerBudget).
 func (s *metricsREST[P]) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
 	latest, sel, err := s.begin(opts)
 	if err != nil {
 		return nil, err
 	}
-	b, after, err := s.pageBuild(ctx, latest, opts, s.selection(ctx, sel))
-	if err != nil {
-		return nil, err
-	}
-	var limit int64
-	if opts != nil {
-		limit = opts.Limit
-	}
-	if after == "" && (limit <= 0 || int64(len(b.entries)) <= limit) {
-		return b.fullList(ctx)
-	}
-	return s.page(ctx, b, after, limit)
+	return s.listAnswer(ctx, latest, opts, s.selection(ctx, sel))
 }
 
 // selection is what a build is shared by: the request's namespace and selectors.

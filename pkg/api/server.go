@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -128,6 +129,8 @@ type Deps struct {
 	// ReaderCacheBytes bounds what readers' builds keep between requests, shared fairly between users (default
 	// DefaultReaderCacheBytes).
 	ReaderCacheBytes int64
+	// AnswerBytes bounds the answers nothing keeps while they are made and written (default DefaultAnswerBytes).
+	AnswerBytes int64
 }
 
 // NewServer completes cfg and returns a GenericAPIServer serving metrics.k8s.io/v1 and v1beta1 with the /readyz and
@@ -135,6 +138,14 @@ type Deps struct {
 // which includes apiserver_request_duration_seconds; the API's own metrics are registered there too.
 func NewServer(cfg *genericapiserver.Config, d Deps) (*genericapiserver.GenericAPIServer, error) {
 	RegisterMetrics()
+	// Innermost, around the API handler: the user is known, and the generic timeout filter's deadline is set.
+	chain := cfg.BuildHandlerChainFunc
+	if chain == nil {
+		chain = genericapiserver.DefaultBuildHandlerChain
+	}
+	cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
+		return chain(answersWritten(h), c)
+	}
 	s, err := cfg.Complete(nil).New("metrics-ring", genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, fmt.Errorf("creating the generic API server: %w", err)

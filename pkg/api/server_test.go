@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
@@ -68,8 +69,7 @@ func feed(s *storage.Storage) {
 
 func startTestServer(t *testing.T) *testServer {
 	t.Helper()
-	dir := t.TempDir()
-	ts := &testServer{pki: newFrontProxyPKI(t, dir), clock: &testClock{now: t0.Add(16 * time.Second)}, certDir: dir}
+	ts := newTestServer(t, nil, t0.Add(16*time.Second))
 
 	kube := fake.NewClientset(
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", Labels: map[string]string{"role": "worker"}}},
@@ -92,6 +92,30 @@ func startTestServer(t *testing.T) *testServer {
 	ts.store = storage.New(storage.Options{Source: "kubelet", Resolution: 15 * time.Second, Now: ts.clock.Now})
 	feed(ts.store)
 
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go nodeInf.Run(ctx.Done())
+	go podInf.Run(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), nodeInf.HasSynced, podInf.HasSynced) {
+		t.Fatal("informers did not sync")
+	}
+	ts.serve(t, Deps{Snapshots: ts.store, Nodes: nodes.Lister(), Pods: pods.Lister(),
+		InformersSynced: func() bool { return nodeInf.HasSynced() && podInf.HasSynced() },
+		MaxWatches:      maxTestWatches,
+	}, nil)
+	return ts
+}
+
+// newTestServer is a test server reading store, whose clock is now; serve runs it.
+func newTestServer(t *testing.T, store *storage.Storage, now time.Time) *testServer {
+	dir := t.TempDir()
+	return &testServer{pki: newFrontProxyPKI(t, dir), clock: &testClock{now: now}, certDir: dir, store: store}
+}
+
+// serve runs the real server with d (its Collection a loop that never runs, judging the cycles ts.store commits)
+// and its configuration changed by tweak when not nil, and returns once it answers; the test's end stops it.
+func (ts *testServer) serve(t *testing.T, d Deps, tweak func(*genericapiserver.Config)) {
+	t.Helper()
 	o := NewServerOptions()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -99,7 +123,7 @@ func startTestServer(t *testing.T) *testServer {
 	}
 	o.SecureServing.Listener = ln
 	o.SecureServing.BindAddress = net.ParseIP("127.0.0.1")
-	o.SecureServing.ServerCert.CertDirectory = dir
+	o.SecureServing.ServerCert.CertDirectory = ts.certDir
 	// No cluster to ask: the request-header CA comes from flags, as --requestheader-client-ca-file would give it.
 	o.Authentication.RemoteKubeConfigFileOptional = true
 	o.Authentication.SkipInClusterLookup = true
@@ -114,26 +138,19 @@ func startTestServer(t *testing.T) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if tweak != nil {
+		tweak(cfg)
+	}
 	// The health checks ask a real loop, judging the cycles the tests commit; it never runs.
-	loop, err := collect.New(idleSource{}, ts.store, collect.Options{Source: "kubelet", Resolution: 15 * time.Second,
-		Now: ts.clock.Now})
-	if err != nil {
+	if d.Collection, err = collect.New(idleSource{}, ts.store, collect.Options{Source: "kubelet",
+		Resolution: 15 * time.Second, Now: ts.clock.Now}); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(cfg, Deps{
-		Snapshots: ts.store, Nodes: nodes.Lister(), Pods: pods.Lister(),
-		InformersSynced: func() bool { return nodeInf.HasSynced() && podInf.HasSynced() },
-		Collection:      loop, MaxWatches: maxTestWatches,
-	})
+	srv, err := NewServer(cfg, d)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	go nodeInf.Run(ctx.Done())
-	go podInf.Run(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), nodeInf.HasSynced, podInf.HasSynced) {
-		t.Fatal("informers did not sync")
-	}
 	done := make(chan error, 1)
 	go func() { done <- srv.PrepareRun().RunWithContext(ctx) }()
 	t.Cleanup(func() {
@@ -161,7 +178,6 @@ func startTestServer(t *testing.T) *testServer {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return ts
 }
 
 // restConfig is how the aggregator reaches us: front-proxy client certificate plus the user in headers. An empty

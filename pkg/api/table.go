@@ -17,9 +17,13 @@ var columns = []metav1.TableColumnDefinition{
 }
 
 // ConvertToTable implements rest.TableConvertor.
-func (s *metricsREST[P]) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
+// A table is made for its request alone: a table of a list takes its room in the answer budget.
+func (s *metricsREST[P]) ConvertToTable(ctx context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
 	if item, ok := obj.(*watchItem[P]); ok { // a watch event's object, for `kubectl get -w`
 		obj = item.GetObject()
+	}
+	if err := s.tableRoom(ctx, obj); err != nil {
+		return nil, err
 	}
 	rows, lm, ok := s.kind.rows(obj)
 	if !ok {

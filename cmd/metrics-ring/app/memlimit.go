@@ -16,6 +16,11 @@ import (
 // by default): collection's own data is the rest, and it grows with the cluster (BENCHMARKS.md).
 const readerCacheShare = 16
 
+// answerShare is the part of the memory limit that answers nothing keeps may hold while they are written
+// (--answer-bytes by default): more than what builds keep, as an answer's items and encoding are several times
+// its build's entries, and they are let go of as soon as they are written.
+const answerShare = 8
+
 // cgroupLimitFiles are where a container's memory limit is read when GOMEMLIMIT is not set: cgroup v2, then v1.
 var cgroupLimitFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}
 
@@ -49,5 +54,19 @@ func readerCacheBytes(flag int64, files []string) int64 {
 	}
 	n := limit / readerCacheShare
 	klog.V(1).InfoS("Readers' builds kept within a part of the memory limit", "memoryLimit", limit, "readerCacheBytes", n)
+	return n
+}
+
+// answerBytes is --answer-bytes when given, else an eighth of the memory limit, else the API's default.
+func answerBytes(flag int64, files []string) int64 {
+	if flag > 0 {
+		return flag
+	}
+	limit := memoryLimit(files)
+	if limit == 0 {
+		return api.DefaultAnswerBytes
+	}
+	n := limit / answerShare
+	klog.V(1).InfoS("Answers in flight bounded by a part of the memory limit", "memoryLimit", limit, "answerBytes", n)
 	return n
 }

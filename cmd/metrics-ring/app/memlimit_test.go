@@ -11,7 +11,7 @@ import (
 )
 
 // TestReaderCacheBytes: the readers' budget is the flag when given, else a sixteenth of GOMEMLIMIT, else of the
-// cgroup's limit, else the API's default.
+// cgroup's limit, else the API's default; the answers' budget likewise with an eighth.
 func TestReaderCacheBytes(t *testing.T) {
 	dir := t.TempDir()
 	file := func(name, content string) string {
@@ -29,12 +29,14 @@ func TestReaderCacheBytes(t *testing.T) {
 		goLimit int64 // GOMEMLIMIT; 0: none
 		files   []string
 		want    int64
+		answers int64 // answerBytes with the same flag
 	}{
-		{"the flag wins", 1 << 20, 1 << 30, []string{v2}, 1 << 20},
-		{"GOMEMLIMIT before the cgroup", 0, 512 << 20, []string{v2}, 32 << 20},
-		{"the cgroup v2 limit", 0, 0, []string{v2}, 64 << 20},
-		{"v2 without a limit, then v1", 0, 0, []string{unlimited, v1}, 32 << 20},
-		{"no limit anywhere", 0, 0, []string{unlimited, v1unlimited, filepath.Join(dir, "missing")}, api.DefaultReaderCacheBytes},
+		{"the flag wins", 1 << 20, 1 << 30, []string{v2}, 1 << 20, 1 << 20},
+		{"GOMEMLIMIT before the cgroup", 0, 512 << 20, []string{v2}, 32 << 20, 64 << 20},
+		{"the cgroup v2 limit", 0, 0, []string{v2}, 64 << 20, 128 << 20},
+		{"v2 without a limit, then v1", 0, 0, []string{unlimited, v1}, 32 << 20, 64 << 20},
+		{"no limit anywhere", 0, 0, []string{unlimited, v1unlimited, filepath.Join(dir, "missing")},
+			api.DefaultReaderCacheBytes, api.DefaultAnswerBytes},
 	}
 	prev := debug.SetMemoryLimit(-1)
 	defer debug.SetMemoryLimit(prev)
@@ -47,6 +49,9 @@ func TestReaderCacheBytes(t *testing.T) {
 			debug.SetMemoryLimit(limit)
 			if got := readerCacheBytes(tt.flag, tt.files); got != tt.want {
 				t.Errorf("readerCacheBytes = %d, want %d", got, tt.want)
+			}
+			if got := answerBytes(tt.flag, tt.files); got != tt.answers {
+				t.Errorf("answerBytes = %d, want %d", got, tt.answers)
 			}
 		})
 	}

@@ -44,6 +44,7 @@ type Options struct {
 	MaxWatches        int
 	MaxWatchesPerUser int
 	ReaderCacheBytes  int64 // 0: a part of the memory limit (readerCacheBytes)
+	AnswerBytes       int64 // 0: a part of the memory limit (answerBytes)
 }
 
 // NewOptions returns the defaults of DESIGN.md section 2.
@@ -79,7 +80,8 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	ours.IntVar(&o.MaxWatches, "max-watches", o.MaxWatches, "Watches on NodeMetrics and PodMetrics open at once; beyond it a watch gets 429 Too Many Requests.")
 	ours.IntVar(&o.MaxWatchesPerUser, "max-watches-per-user", o.MaxWatchesPerUser, "Watches one user may have open at once (0: no per-user limit); beyond it a watch gets 429 Too Many Requests.")
 
-	ours.Int64Var(&o.ReaderCacheBytes, "reader-cache-bytes", o.ReaderCacheBytes, "Bytes that lists, pages and watch feeds built for readers may keep between requests, shared fairly between users (a user's watches end with 410 Gone when it is over its share) (0: a sixteenth of the memory limit, GOMEMLIMIT or the container's, else 64 MiB).")
+	ours.Int64Var(&o.ReaderCacheBytes, "reader-cache-bytes", o.ReaderCacheBytes, "Bytes that lists, pages and watch feeds built for readers may keep between requests, shared fairly between users (a user's watches end with 410 Gone when it is over its share) (0: a sixteenth of the memory limit, GOMEMLIMIT or the container's, else 64 MiB). Answers nothing keeps are bounded by --answer-bytes.")
+	ours.Int64Var(&o.AnswerBytes, "answer-bytes", o.AnswerBytes, "Bytes that large answers nothing keeps (a list, page or table made for one request) may hold while they are made and written; one user takes at most a quarter, answers under 64 KiB take nothing; a request finding no room waits up to 5 s, then gets 429 Too Many Requests (0: an eighth of the memory limit, GOMEMLIMIT or the container's, else 128 MiB).")
 
 	o.Server.AddFlags(&fss)
 	o.Kubelet.AddFlags(fss.FlagSet("kubelet client"))
@@ -131,6 +133,9 @@ func (o *Options) Validate() []error {
 	}
 	if o.ReaderCacheBytes < 0 {
 		errs = append(errs, fmt.Errorf("--reader-cache-bytes=%d must be 0 (a part of the memory limit) or more", o.ReaderCacheBytes))
+	}
+	if o.AnswerBytes < 0 {
+		errs = append(errs, fmt.Errorf("--answer-bytes=%d must be 0 (a part of the memory limit) or more", o.AnswerBytes))
 	}
 	if o.MaxWatchesPerUser < 0 {
 		errs = append(errs, fmt.Errorf("--max-watches-per-user=%d must be 0 (no per-user limit) or more", o.MaxWatchesPerUser))

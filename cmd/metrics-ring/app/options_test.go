@@ -159,6 +159,13 @@ func TestFlags(t *testing.T) {
 				}
 			}},
 		{name: "negative reader cache", args: []string{"--reader-cache-bytes=-1"}, wantErr: "--reader-cache-bytes=-1"},
+		{name: "answer budget", args: []string{"--answer-bytes=2097152"},
+			check: func(t *testing.T, o *Options) {
+				if o.AnswerBytes != 2<<20 {
+					t.Errorf("answer bytes %d, want 2 MiB", o.AnswerBytes)
+				}
+			}},
+		{name: "negative answer budget", args: []string{"--answer-bytes=-1"}, wantErr: "--answer-bytes=-1"},
 		{name: "prometheus needs a URL", args: []string{"--source=prometheus"}, wantErr: "--source=prometheus needs --prometheus-url"},
 		{name: "prometheus header without value", args: []string{"--source=prometheus", "--prometheus-url=http://127.0.0.1:9090",
 			"--prometheus-header=X-Scope-OrgID=a", "--prometheus-header=Authorization: Bearer s3cret"},

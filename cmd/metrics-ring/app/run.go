@@ -120,6 +120,7 @@ func Wire(o *Options, client kubernetes.Interface, restConfig *rest.Config) (*Wi
 		MaxWatches:        o.MaxWatches,
 		MaxWatchesPerUser: o.MaxWatchesPerUser,
 		ReaderCacheBytes:  readerCacheBytes(o.ReaderCacheBytes, cgroupLimitFiles),
+		AnswerBytes:       answerBytes(o.AnswerBytes, cgroupLimitFiles),
 	})
 	if err != nil {
 		return nil, err
