@@ -14,5 +14,6 @@
 // or pod.go, sorted; paginate.go cuts pages from it; encodings.go and table.go encode it once per format
 // (quantity.go writes CPU, memory and swap); watch.go starts a watch, watchfeed.go follows successive snapshots
 // for a selection's watchers, watchdiff.go turns two builds into events, watchitem.go is what they carry, watcher.go
-// sends them, watchhub.go bounds watches. health.go serves /readyz and /livez, monitoring.go the API's self-metrics.
+// sends them, watchhub.go bounds watches; removals.go keeps a build made before a deletion from later requests and
+// watches. health.go serves /readyz and /livez, monitoring.go the API's self-metrics.
 package api
