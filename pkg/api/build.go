@@ -18,7 +18,8 @@ import (
 // snapshot with the same namespace and selectors shares one build. A build is the selection's sorted entries (the
 // key index: a few words per object), from which a list builds every item once and encodes it once per wire
 // format, a page builds only its own items, and watches build their events' objects once, encoded once per format
-// and written to every watcher. Which objects exist is as the informers saw them when the build was made.
+// and written to every watcher. Which objects exist is as the informers saw them when the build was made: a build
+// listed before a later deletion (storage's Removals) is not shared with the requests that come after it.
 
 // maxSharedPageItems bounds the items of the pages of a build kept for clients paging through it together (the
 // newest pages): clients paging in step share every page.
@@ -49,8 +50,11 @@ type build[P any] struct {
 	generation uint64 // rv as a number
 	created    metav1.Time
 	entries    []entry[P] // sorted by (namespace,) name
-	done       chan struct{}
-	err        error
+	// removals is storage's Removals read before its objects were listed: an object deleted once the count grew
+	// past it may be among its entries, so it is not shared with requests that come after that (get).
+	removals uint64
+	done     chan struct{}
+	err      error
 	// shared says the build is kept in the cache, so its full list and pages are shared and charged to keep;
 	// otherwise it is one request's (and its waiters') alone. Set before done is closed.
 	shared bool
@@ -234,6 +238,7 @@ func (c *buildCache[P]) get(ctx context.Context, snap storage.Snapshot, sel scop
 	}
 	gen := snap.Generation()
 	key := sel.key()
+	removals := c.res.snaps.Removals() // before listing: the informers have dropped what this counts
 	for {
 		c.mu.Lock()
 		g := c.gens[gen]
@@ -247,8 +252,12 @@ func (c *buildCache[P]) get(ctx context.Context, snap storage.Snapshot, sel scop
 		}
 		g.until = c.now().Add(c.lease)
 		b, ok := g.bySel[key]
+		if ok && b.predates(removals) { // made anew from the same snapshot; a page-through of it goes on in the new one
+			delete(g.bySel, key)
+			forget, ok = append(forget, b), false
+		}
 		if !ok {
-			b = &build[P]{key: key, done: make(chan struct{})}
+			b = &build[P]{key: key, removals: removals, done: make(chan struct{})}
 			b.keep = kept{user: userOf(ctx), drop: func(_ string, last bool) {
 				if last {
 					c.evict(b)
@@ -266,7 +275,7 @@ func (c *buildCache[P]) get(ctx context.Context, snap storage.Snapshot, sel scop
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		if !errors.Is(b.err, errLeaderGone) {
+		if !errors.Is(b.err, errLeaderGone) && (b.err != nil || b.removals >= removals) {
 			if b.err == nil {
 				c.keeper.hold(&b.keep, userOf(ctx))
 			}

@@ -15,5 +15,6 @@
 // until answerwrite.go's handler filter sees its response written; encodings.go and table.go encode it once per format
 // (quantity.go writes CPU, memory and swap); watch.go starts a watch, watchfeed.go follows successive snapshots
 // for a selection's watchers, watchdiff.go turns two builds into events, watchitem.go is what they carry, watcher.go
-// sends them, watchhub.go bounds watches. health.go serves /readyz and /livez, monitoring.go the API's self-metrics.
+// sends them, watchhub.go bounds watches; removals.go keeps a build made before a deletion from later requests and
+// watches. health.go serves /readyz and /livez, monitoring.go the API's self-metrics.
 package api

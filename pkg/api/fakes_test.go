@@ -57,6 +57,9 @@ func (f *fakeMetrics) Committed() storage.Snapshot {
 	return cur
 }
 
+// Removals is 0: a fake's objects are never removed.
+func (f *fakeMetrics) Removals() uint64 { return 0 }
+
 // Hold holds nothing: a fake keeps only its current generation.
 func (f *fakeMetrics) Hold(storage.Snapshot) (*storage.Handle, bool) { return nil, true }
 

@@ -23,6 +23,10 @@ type Snapshots interface {
 	// Hold keeps a snapshot retained until the handle is released (a nil handle releases nothing); false when it
 	// was let go already.
 	Hold(storage.Snapshot) (*storage.Handle, bool)
+	// Removals counts the objects the informers removed that storage held series of, counted before the
+	// publication that leaves them out: what was joined with the informers' objects before the count grew (a build)
+	// may hold an object since gone, whatever snapshot it read.
+	Removals() uint64
 }
 
 // NodeLister lists nodes; a corev1 NodeLister from an informer implements it.

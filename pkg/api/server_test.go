@@ -31,6 +31,8 @@ type testServer struct {
 	pki     frontProxyPKI
 	store   *storage.Storage
 	clock   *testClock
+	timers  *heldTimers
+	meta    *metadatafake.FakeMetadataClient // the pods' API: deleting one tells storage, as cmd wires it
 	certDir string
 }
 
@@ -41,6 +43,42 @@ type testClock struct {
 
 func (c *testClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
 func (c *testClock) Set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
+
+// heldTimers is the test server's storage.Options.AfterFunc: time.AfterFunc, unless a test holds the timers to fire
+// them when it says.
+type heldTimers struct {
+	mu   sync.Mutex
+	held bool
+	due  []func()
+}
+
+func (h *heldTimers) afterFunc(d time.Duration, f func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.held {
+		h.due = append(h.due, f)
+		return
+	}
+	time.AfterFunc(d, f)
+}
+
+// hold keeps the timers set from now on until fire.
+func (h *heldTimers) hold() {
+	h.mu.Lock()
+	h.held = true
+	h.mu.Unlock()
+}
+
+// fire runs the timers held, and lets later ones run on their own.
+func (h *heldTimers) fire() {
+	h.mu.Lock()
+	due := h.due
+	h.due, h.held = nil, false
+	h.mu.Unlock()
+	for _, f := range due {
+		f()
+	}
+}
 
 // maxTestWatches is the test server's --max-watches.
 const maxTestWatches = 3
@@ -79,18 +117,29 @@ func startTestServer(t *testing.T) *testServer {
 	if err := metav1.AddMetaToScheme(metaScheme); err != nil {
 		t.Fatal(err)
 	}
-	meta := metadatafake.NewSimpleMetadataClient(metaScheme,
+	ts.meta = metadatafake.NewSimpleMetadataClient(metaScheme,
 		podMeta("ns-a", "web-1", map[string]string{"app": "web"}),
 		podMeta("ns-b", "db-1", map[string]string{"app": "db"}),
 		podMeta("ns-b", "pending-1", map[string]string{"app": "db"}), // no metrics: left out
 	)
 	factory := informers.NewSharedInformerFactory(kube, 0)
 	nodes := factory.Core().V1().Nodes()
-	pods := metadatainformer.NewSharedInformerFactory(meta, 0).ForResource(corev1.SchemeGroupVersion.WithResource("pods"))
+	pods := metadatainformer.NewSharedInformerFactory(ts.meta, 0).ForResource(corev1.SchemeGroupVersion.WithResource("pods"))
 	nodeInf, podInf := nodes.Informer(), pods.Informer()
 
-	ts.store = storage.New(storage.Options{Source: "kubelet", Resolution: 15 * time.Second, Now: ts.clock.Now})
+	ts.store = storage.New(storage.Options{Source: "kubelet", Resolution: 15 * time.Second, Now: ts.clock.Now,
+		AfterFunc: ts.timers.afterFunc})
 	feed(ts.store)
+	if _, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tombstone.Obj
+		}
+		if m, ok := obj.(metav1.Object); ok {
+			ts.store.PodDeleted(m.GetNamespace(), m.GetName())
+		}
+	}}); err != nil {
+		t.Fatal(err)
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -109,7 +158,8 @@ func startTestServer(t *testing.T) *testServer {
 // newTestServer is a test server reading store, whose clock is now; serve runs it.
 func newTestServer(t *testing.T, store *storage.Storage, now time.Time) *testServer {
 	dir := t.TempDir()
-	return &testServer{pki: newFrontProxyPKI(t, dir), clock: &testClock{now: now}, certDir: dir, store: store}
+	return &testServer{pki: newFrontProxyPKI(t, dir), clock: &testClock{now: now}, timers: &heldTimers{}, certDir: dir,
+		store: store}
 }
 
 // serve runs the real server with d (its Collection a loop that never runs, judging the cycles ts.store commits)

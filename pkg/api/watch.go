@@ -85,6 +85,9 @@ func (s *metricsREST[P]) startWatch(ctx context.Context, opts *metainternalversi
 		return nil, err
 	}
 	w.feed, w.startRV = f, start.rv
+	if from == nil || from.Generation() < start.generation {
+		start, w.withheld = s.current(start)
+	}
 	switch {
 	case from == nil:
 		_, added := start.watchItems()

@@ -27,6 +27,9 @@ type watcher[P any] struct {
 	initialEnd bool // send the bookmark that ends the initial events (sendInitialEvents=true)
 	// skipThrough is the generation the client already has when it resumed ahead of the feed.
 	skipThrough uint64
+	// withheld are the keys of objects deleted before the watch joined that its feed has yet to say went: their
+	// DELETED is not sent (watchremovals.go). Read and written by its goroutine only.
+	withheld map[string]struct{}
 
 	mu       sync.Mutex
 	queue    []*batch // each held (batch.hold) until sent or let go
@@ -155,7 +158,7 @@ func (w *watcher[P]) serve() {
 			return
 		}
 		for i, bt := range queue {
-			ok := (bt.end == nil && bt.gen <= w.skipThrough) || w.sendBatch(bt, true)
+			ok := (bt.end == nil && bt.gen <= w.skipThrough) || w.sendBatch(w.told(bt), true)
 			bt.release()
 			if !ok {
 				for _, rest := range queue[i+1:] {

@@ -50,7 +50,7 @@ func TestInterimBuildEqualsFullBuild(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 17))
 			batches := cluster(6, 5, 3)
 			c := &clock{now: t0}
-			s := New(Options{Now: c.Now})
+			s := New(Options{Now: c.Now, AfterFunc: c.afterFunc})
 			bindEvery(s, batches)
 			cy := s.BeginCycle()
 			interims := 0
@@ -76,8 +76,31 @@ func TestInterimBuildEqualsFullBuild(t *testing.T) {
 					}
 				}
 			}
+			// check checks an interim publication: it serves what a full build serves.
+			check := func(step int) {
+				interims++
+				record(step)
+				s.mu.Lock()
+				full := s.buildView()
+				s.mu.Unlock()
+				gotNodes, gotPods := served(s.view.Load())
+				wantNodes, wantPods := served(full)
+				if !reflect.DeepEqual(gotNodes, wantNodes) || !reflect.DeepEqual(gotPods, wantPods) {
+					t.Fatalf("step %d: the interim snapshot serves\n%v\n%v\nwhere a full build serves\n%v\n%v",
+						step, gotNodes, gotPods, wantNodes, wantPods)
+				}
+			}
+			// checked does what changes storage, and checks the interim publication it made, if any: a deletion is
+			// published when it comes, or by a timer once MinPublishInterval has passed (c.set).
+			checked := func(step int, do func()) {
+				before := s.Latest().Generation()
+				do()
+				if s.Latest().Generation() != before {
+					check(step)
+				}
+			}
 			for step := range 400 {
-				c.now = c.now.Add(time.Duration(200+rng.IntN(800)) * time.Millisecond)
+				checked(step, func() { c.set(c.now.Add(time.Duration(200+rng.IntN(800)) * time.Millisecond)) })
 				switch op := rng.IntN(20); {
 				case op < 10: // a node's batch lands, with some of its values changed
 					b := batches[rng.IntN(len(batches))]
@@ -102,10 +125,10 @@ func TestInterimBuildEqualsFullBuild(t *testing.T) {
 					smp := b.Containers[rng.IntN(len(b.Containers))]
 					switch rng.IntN(4) {
 					case 0:
-						s.PodDeleted(smp.Namespace, smp.Pod)
+						checked(step, func() { s.PodDeleted(smp.Namespace, smp.Pod) })
 					case 3: // recreated in its slot, its containers of other names started since its node's last batch
 						// (servable after one sample, so an interim build may write them over the old pod's run)
-						s.PodDeleted(smp.Namespace, smp.Pod)
+						checked(step, func() { s.PodDeleted(smp.Namespace, smp.Pod) })
 						s.PodBound(smp.Namespace, smp.Pod, b.Key)
 						for i := range b.Containers {
 							if cs := &b.Containers[i]; cs.Pod == smp.Pod && cs.Namespace == smp.Namespace {
@@ -127,24 +150,9 @@ func TestInterimBuildEqualsFullBuild(t *testing.T) {
 						s.PodBound(smp.Namespace, smp.Pod, b.Key)
 					}
 				case op == 12:
-					s.NodeDeleted(batches[rng.IntN(len(batches))].Key)
+					checked(step, func() { s.NodeDeleted(batches[rng.IntN(len(batches))].Key) })
 				case op < 17:
-					before := s.Latest().Generation()
-					cy.Publish()
-					if s.Latest().Generation() == before {
-						continue
-					}
-					interims++
-					record(step)
-					s.mu.Lock()
-					full := s.buildView()
-					s.mu.Unlock()
-					gotNodes, gotPods := served(s.view.Load())
-					wantNodes, wantPods := served(full)
-					if !reflect.DeepEqual(gotNodes, wantNodes) || !reflect.DeepEqual(gotPods, wantPods) {
-						t.Fatalf("step %d: the interim snapshot serves\n%v\n%v\nwhere a full build serves\n%v\n%v",
-							step, gotNodes, gotPods, wantNodes, wantPods)
-					}
+					checked(step, cy.Publish)
 				default:
 					cy.Commit(Outcome{Success: true})
 					record(step)

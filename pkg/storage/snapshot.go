@@ -153,6 +153,7 @@ func (s *Storage) publish(v *view, committed bool, began int64) {
 	v.generation, v.committed, v.changed = s.epoch+s.published, committed, make(chan struct{})
 	v.published = began
 	s.pubBatches, s.pubAt = s.batches, began
+	s.removalDue = false // this publication carries them
 	s.dirty.reset()
 	prev := s.view.Swap(v)
 	s.recent.Store(retain(*s.recent.Load(), v))

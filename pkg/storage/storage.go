@@ -32,6 +32,10 @@ type Options struct {
 	// Now is the clock (default time.Now); tests set it. Storage only measures time elapsed on it (Time.Sub), so
 	// the monotonic readings of time.Now make a step of the wall clock harmless.
 	Now func() time.Time
+	// AfterFunc calls f once d has passed on Now's clock, on its own goroutine or, in a test with a fake clock, when
+	// the test moves the clock (so f never reads the test's clock unsynchronised); default time.AfterFunc. Storage
+	// uses it to publish removals that came too soon after a publication (removals.go).
+	AfterFunc func(d time.Duration, f func())
 }
 
 func (o Options) withDefaults() Options {
@@ -52,6 +56,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.AfterFunc == nil {
+		o.AfterFunc = func(d time.Duration, f func()) { time.AfterFunc(d, f) }
 	}
 	return o
 }
@@ -107,6 +114,10 @@ type Storage struct {
 	dirty      dirty                // what changed since it was built, for an interim build (interim.go)
 	// recent holds the retained views, newest last, so a watch can resume from a recent generation.
 	recent atomic.Pointer[[]*view]
+	// removals counts the objects the informers' events dropped (Removals); removalDue says a publication of some is
+	// scheduled (Options.AfterFunc) and not yet made.
+	removals   atomic.Uint64
+	removalDue bool
 
 	// capacity is each node's, as the node informer says (NodeCapacity): what no served value may exceed.
 	capacity map[string]Capacity

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,10 +10,37 @@ import (
 
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
-// clock is a settable time source for Storage.Now.
-type clock struct{ now time.Time }
+// clock is a settable time source for Storage.Now with fake timers (Options.AfterFunc), fired by set in the test's
+// goroutine: storage's timers never read it from another.
+type clock struct {
+	now    time.Time
+	timers []fakeTimer
+}
+
+type fakeTimer struct {
+	at time.Time
+	f  func()
+}
 
 func (c *clock) Now() time.Time { return c.now }
+
+func (c *clock) afterFunc(d time.Duration, f func()) {
+	c.timers = append(c.timers, fakeTimer{c.now.Add(d), f})
+}
+
+// set moves the clock to t and fires the timers due by then, in the order they were set.
+func (c *clock) set(t time.Time) {
+	c.now = t
+	for {
+		i := slices.IndexFunc(c.timers, func(ft fakeTimer) bool { return !ft.at.After(t) })
+		if i < 0 {
+			return
+		}
+		f := c.timers[i].f
+		c.timers = slices.Delete(c.timers, i, i+1)
+		f()
+	}
+}
 
 // fixture is a Storage with a fake clock and 15 s resolution.
 type fixture struct {
@@ -22,7 +50,7 @@ type fixture struct {
 
 func newFixture(o Options) *fixture {
 	c := &clock{now: t0}
-	o.Now = c.Now
+	o.Now, o.AfterFunc = c.Now, c.afterFunc
 	if o.Resolution == 0 {
 		o.Resolution = 15 * time.Second
 	}

@@ -13,8 +13,9 @@
 //
 // Which objects exist comes from the informers' events alone, passed on by cmd: BindPod (a pod object Running on a
 // node: its samples, and only those measured for that object, are stored from then on), PodDeleted and NodeDeleted
-// (its series dropped at once), NodeCapacity (what the node can do: no value above it is served). Storage never
-// asks a lister. Staleness is a rule of the data: a series not fed a new sample within --stale-after is dropped.
+// (its series dropped, and that published, at once; Removals counts them), NodeCapacity (what the node can do: no
+// value above it is served). Storage never asks a lister. Staleness is a rule of the data: a series not fed a new
+// sample within --stale-after is dropped.
 //
 // Reading is one atomic load: Latest (or At, a retained generation) returns a Snapshot that needs nothing else: the
 // values, the time each turns stale, the generation (the API's resourceVersion), the source's health and the 503
@@ -22,10 +23,11 @@
 //
 // Files: types.go (batches, points, health), storage.go (the store and its options), cycle.go (a cycle's handle:
 // interim publication, commit). The write path: write.go (a batch's samples, checked, into their series), series.go
-// (one ring, its restarts, and what it serves), plausible.go (capacity), members.go (the informers' events). The
-// read path: view.go (pruning; building a snapshot), interim.go (an interim snapshot: the published one with what
-// changed since), layers.go (a snapshot's pods: a full layer and patches), snapshot.go (reading one; the retained
-// ones, held by readers' handles), slots.go (pod numbering, for pointer-free snapshots); metrics.go (self-metrics).
+// (one ring, its restarts, and what it serves), plausible.go (capacity), members.go (the informers' events),
+// removals.go (publishing what they drop). The read path: view.go (pruning; building a snapshot), interim.go (an
+// interim snapshot: the published one with what changed since), layers.go (a snapshot's pods: a full layer and
+// patches), snapshot.go (reading one; the retained ones, held by readers' handles), slots.go (pod numbering, for
+// pointer-free snapshots); metrics.go (self-metrics).
 package storage
 
 import (

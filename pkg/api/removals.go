@@ -1,0 +1,93 @@
+package api
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// Objects deleted since a build was listed: requests that come after the deletion do not share the build (get), and
+// a watch joining a feed that leads from it is not told of them.
+//
+// A watch joins its selection's feed where the feed is: at the build it made for the newest snapshot it took in.
+// When an object was deleted since that build was listed, the feed tells its watchers once storage publishes the
+// deletion (at once, or within storage.MinPublishInterval); a watch joining meanwhile must not be told of the object
+// as if it existed. So it starts from the feed's build without the objects the informers no longer have, and the
+// feed's DELETED for them is not sent to it: it was never told of them, or its initial events said they went.
+
+// predates reports whether b, made, was listed before storage's Removals reached removals: an object deleted since
+// may be among its entries. One still being made is not: get waits for it, then checks again.
+func (b *build[P]) predates(removals uint64) bool {
+	select {
+	case <-b.done:
+		return b.err == nil && b.removals < removals
+	default:
+		return false
+	}
+}
+
+// current returns the build a watch joining a feed at b starts from: b, or when b was listed before a later removal
+// (build.predates), a copy of b without the objects the informers no longer have, with their keys.
+func (s *metricsREST[P]) current(b *build[P]) (*build[P], map[string]struct{}) {
+	if !b.predates(s.snaps.Removals()) {
+		return b, nil
+	}
+	var gone map[string]struct{}
+	es := make([]entry[P], 0, len(b.entries))
+	for _, e := range b.entries {
+		if _, ok, err := s.kind.object(e.namespace, e.name); err == nil && !ok {
+			if gone == nil {
+				gone = map[string]struct{}{}
+			}
+			gone[e.key()] = struct{}{}
+			continue
+		}
+		es = append(es, e)
+	}
+	if gone == nil {
+		return b, nil
+	}
+	return &build[P]{res: b.res, key: b.key, rv: b.rv, generation: b.generation, created: b.created, entries: es,
+		removals: b.removals, done: closed}, gone
+}
+
+// told returns a batch of the feed as the watch is to send it: without the DELETED of an object withheld from it
+// (see current), and with ADDED for one that comes back (a MODIFIED of an object its client does not know).
+func (w *watcher[P]) told(bt *batch) *batch {
+	if len(w.withheld) == 0 || bt.end != nil {
+		return bt
+	}
+	var events []watch.Event // nil while they are bt's
+	for i, ev := range bt.events {
+		key := eventKey[P](ev)
+		if _, ok := w.withheld[key]; !ok {
+			if events != nil {
+				events = append(events, ev)
+			}
+			continue
+		}
+		delete(w.withheld, key)
+		if events == nil {
+			events = append(make([]watch.Event, 0, len(bt.events)), bt.events[:i]...)
+		}
+		if ev.Type != watch.Deleted {
+			events = append(events, watch.Event{Type: watch.Added, Object: ev.Object})
+		}
+	}
+	if events == nil {
+		return bt
+	}
+	return &batch{rv: bt.rv, gen: bt.gen, cycle: bt.cycle, events: events}
+}
+
+// eventKey is the key of the object of a watch event: a build's item, or an object known by key alone.
+func eventKey[P any](ev watch.Event) string {
+	if it, ok := ev.Object.(*watchItem[P]); ok {
+		return it.e.key()
+	}
+	m, err := meta.Accessor(ev.Object)
+	if err != nil {
+		return ""
+	}
+	o := object{namespace: m.GetNamespace(), name: m.GetName()}
+	return o.key()
+}
