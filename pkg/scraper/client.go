@@ -141,6 +141,11 @@ func (c *kubeletClient) fetch(ctx context.Context, node string, t target, buf []
 	if err != nil {
 		return buf, fmt.Errorf("node %q: GET %s: reading body: %w", node, url, err)
 	}
+	// A kubelet may answer a request it saw cancelled with an empty 200 that the transport still delivers: past
+	// the deadline, what was read is a timeout, not a body.
+	if err := ctx.Err(); err != nil {
+		return buf[:0], fmt.Errorf("node %q: GET %s: %w", node, url, context.Cause(ctx))
+	}
 	return buf, nil
 }
 

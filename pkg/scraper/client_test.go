@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"io"
 	"math/big"
 	"net"
@@ -409,5 +410,32 @@ func TestOneConnectionPerKubelet(t *testing.T) {
 	}
 	if n := conns.Load(); n != 1 {
 		t.Errorf("%d connections opened to one kubelet, want 1", n)
+	}
+}
+
+// lateRoundTripper answers after its request's context has ended, with a 200 and an empty body: what a kubelet
+// that gave up on a cancelled request can send while the transport is still waiting for the response.
+type lateRoundTripper struct{}
+
+func (lateRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	<-req.Context().Done()
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("")),
+		ContentLength: -1, Request: req}, nil
+}
+
+// A response that ends after the scrape's deadline is a timeout (counted and logged as one), never an empty body
+// read as "no usable samples": under load the kubelet's empty answer to a cancelled request sometimes won the race.
+func TestFetchPastItsDeadlineIsATimeout(t *testing.T) {
+	c, err := newKubeletClient(&Options{InsecureTLS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.rt = lateRoundTripper{}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
+	defer cancel()
+	_, err = c.fetch(ctx, "slow", target{url: "https://127.0.0.1:1/metrics/resource", shown: "https://127.0.0.1:1/metrics/resource"},
+		nil, &readers{})
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `"slow"`) {
+		t.Fatalf("fetch past its deadline: %v, want a deadline error naming the node", err)
 	}
 }
