@@ -87,6 +87,14 @@ func (k podKind) read(namespace string, sel labels.Selector, add func(obj any)) 
 	return err
 }
 
+// upTo is at most how many pods sel selects in namespace, when the lister knows it before listing.
+func (k podKind) upTo(namespace string, sel labels.Selector) (int, bool) {
+	if ix, ok := k.pods.(podSelector); ok {
+		return ix.upTo(namespace, sel)
+	}
+	return 0, false
+}
+
 func (k podKind) object(namespace, name string) (object, bool, error) {
 	obj, err := k.pods.ByNamespace(namespace).Get(name)
 	if apierrors.IsNotFound(err) || (err == nil && obj == nil) {
