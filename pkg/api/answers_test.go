@@ -117,7 +117,7 @@ func TestGoneRequestBuildsNothing(t *testing.T) {
 	if n := k.builds.Load(); n != 0 {
 		t.Errorf("gone requests made %d builds, want none", n)
 	}
-	if n := len(s.limit.slots); n != 0 {
+	if n := s.limit.busy(); n != 0 {
 		t.Errorf("gone requests hold %d build slots", n)
 	}
 	if _, err := s.ConvertToTable(ctx, &metrics.PodMetricsList{Items: make([]metrics.PodMetrics, 2000)}, nil); err == nil {

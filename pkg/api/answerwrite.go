@@ -74,7 +74,7 @@ func (s *metricsREST[P]) alone(ctx context.Context, es []entry[P], slot bool, ma
 		return nil, err
 	}
 	if slot {
-		release, err := s.limit.acquire(ctx)
+		release, err := s.limit.take(ctx, len(es))
 		if err != nil {
 			return nil, err
 		}

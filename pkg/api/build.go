@@ -89,7 +89,9 @@ func (b *build[P]) fullList(ctx context.Context) (runtime.Object, error) {
 		// The handler sets an empty list's items in place; an empty list is cheap, so each request gets its own.
 		return b.res.kind.list(nil, b.rv, b.created), nil
 	}
-	b.fullMu.Lock()
+	if err := b.res.limit.lock(ctx, &b.fullMu); err != nil { // counted among the user's waiting requests
+		return nil, err
+	}
 	if b.full != nil {
 		defer b.fullMu.Unlock()
 		return b.full, nil
@@ -102,7 +104,7 @@ func (b *build[P]) fullList(ctx context.Context) (runtime.Object, error) {
 		})
 	}
 	defer b.fullMu.Unlock()
-	release, err := b.res.limit.acquire(ctx)
+	release, err := b.res.limit.take(ctx, len(b.entries))
 	if err != nil {
 		b.res.builds.keeper.refund(&b.keep, n)
 		return nil, err
@@ -270,10 +272,8 @@ func (c *buildCache[P]) get(ctx context.Context, snap storage.Snapshot, sel scop
 		if !ok {
 			return c.lead(ctx, b, g, snap, sel)
 		}
-		select {
-		case <-b.done:
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		if err := c.res.limit.await(ctx, b.done); err != nil {
+			return nil, err
 		}
 		if !errors.Is(b.err, errLeaderGone) && (b.err != nil || b.removals >= removals) {
 			if b.err == nil {
@@ -321,7 +321,7 @@ func (c *buildCache[P]) lead(ctx context.Context, b *build[P], g *genBuilds[P], 
 
 // make builds sel's entries at snap, in a slot of buildLimit.
 func (c *buildCache[P]) make(ctx context.Context, snap storage.Snapshot, sel scope) (*build[P], error) {
-	release, err := c.res.limit.acquire(ctx)
+	release, err := c.res.limit.take(ctx, upTo(c.res.kind, sel))
 	if err != nil {
 		return nil, err
 	}

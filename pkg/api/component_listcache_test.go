@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/metrics/testutil"
@@ -185,7 +187,9 @@ func TestListBuiltOnceUnderConcurrency(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			b, err := s.builds.get(context.Background(), snap, scope{selectors: selectors{labels: labels.Everything()}})
+			// Each its own user's: one user's waiters are capped (TestOneSelectionsWaitersCapped).
+			ctx := genericapirequest.WithUser(context.Background(), &user.DefaultInfo{Name: fmt.Sprint("user-", i)})
+			b, err := s.builds.get(ctx, snap, scope{selectors: selectors{labels: labels.Everything()}})
 			if err != nil {
 				t.Error(err)
 			}

@@ -112,7 +112,7 @@ var (
 		Namespace:      "metrics_ring",
 		Subsystem:      "api",
 		Name:           "builds_rejected_total",
-		Help:           "Requests answered 429 because every build slot stayed busy for as long as they could wait, by API version.",
+		Help:           "Requests answered 429 because every build slot stayed busy for as long as they could wait, or their user already had too many lists waiting, by API version.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"version"})
 )

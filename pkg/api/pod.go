@@ -40,7 +40,40 @@ func (podKind) info() kindInfo {
 	}
 }
 
+// podSelector is a PodLister that narrows a namespace's selection by label (PodIndex).
+type podSelector interface {
+	selectIn(namespace string, sel labels.Selector) (objs []any, ok bool, err error)
+	upTo(namespace string, sel labels.Selector) (n int, known bool)
+}
+
 func (k podKind) objects(namespace string, sel labels.Selector) ([]object, error) {
+	var out []object
+	add := func(obj any) {
+		pod, err := meta.Accessor(obj)
+		if err != nil {
+			klog.ErrorS(err, "Skipping pod lister object without metadata", "type", fmt.Sprintf("%T", obj))
+			return
+		}
+		out = append(out, object{namespace: pod.GetNamespace(), name: pod.GetName(), labels: pod.GetLabels()})
+	}
+	if err := k.read(namespace, sel, add); err != nil {
+		klog.ErrorS(err, "Failed listing pods", "namespace", namespace, "labelSelector", sel.String())
+		return nil, apierrors.NewInternalError(fmt.Errorf("listing pods: %w", err))
+	}
+	return out, nil
+}
+
+// read calls add with each pod of namespace ("" for all) that sel selects: read from the label index when it
+// narrows sel, else by walking the namespace (or every pod).
+func (k podKind) read(namespace string, sel labels.Selector, add func(obj any)) error {
+	if ix, ok := k.pods.(podSelector); ok {
+		if objs, ok, err := ix.selectIn(namespace, sel); ok {
+			for _, obj := range objs {
+				add(obj)
+			}
+			return err
+		}
+	}
 	var objs []runtime.Object
 	var err error
 	if namespace == metav1.NamespaceAll {
@@ -48,20 +81,18 @@ func (k podKind) objects(namespace string, sel labels.Selector) ([]object, error
 	} else {
 		objs, err = k.pods.ByNamespace(namespace).List(sel)
 	}
-	if err != nil {
-		klog.ErrorS(err, "Failed listing pods", "namespace", namespace, "labelSelector", sel.String())
-		return nil, apierrors.NewInternalError(fmt.Errorf("listing pods: %w", err))
-	}
-	out := make([]object, 0, len(objs))
 	for _, obj := range objs {
-		pod, err := meta.Accessor(obj)
-		if err != nil {
-			klog.ErrorS(err, "Skipping pod lister object without metadata", "type", fmt.Sprintf("%T", obj))
-			continue
-		}
-		out = append(out, object{namespace: pod.GetNamespace(), name: pod.GetName(), labels: pod.GetLabels()})
+		add(obj)
 	}
-	return out, nil
+	return err
+}
+
+// upTo is at most how many pods sel selects in namespace, when the lister knows it before listing.
+func (k podKind) upTo(namespace string, sel labels.Selector) (int, bool) {
+	if ix, ok := k.pods.(podSelector); ok {
+		return ix.upTo(namespace, sel)
+	}
+	return 0, false
 }
 
 func (k podKind) object(namespace, name string) (object, bool, error) {

@@ -5,11 +5,32 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/metrics-ring/metrics-ring/pkg/api"
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
+
+// runningPods is the informer of Running pods, and of them only metadata and spec.nodeName (trimmed as they arrive,
+// into runningPod): a large cluster's pod specs would dominate memory. The node name says whose samples count. The
+// API lists them through their label index.
+func runningPods(client kubernetes.Interface) (informers.SharedInformerFactory, cache.SharedIndexInformer, *api.PodIndex, error) {
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(
+		func(lo *metav1.ListOptions) { lo.FieldSelector = "status.phase=Running" }))
+	informer := factory.Core().V1().Pods().Informer()
+	if err := informer.SetTransform((&podTrimmer{}).trim); err != nil {
+		return nil, nil, nil, fmt.Errorf("pod informer: %w", err)
+	}
+	index, err := api.NewPodIndex(informer)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("pod informer: %w", err)
+	}
+	return factory, informer, index, nil
+}
 
 // podBindings feeds storage the pod informer's events: which pods are Running, on which node, and which are gone.
 func podBindings(store *storage.Storage) cache.ResourceEventHandler {

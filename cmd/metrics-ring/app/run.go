@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/informers"
@@ -61,17 +59,13 @@ type Wired struct {
 func Wire(o *Options, client kubernetes.Interface, restConfig *rest.Config) (*Wired, error) {
 	factory := informers.NewSharedInformerFactory(client, 0)
 	nodes := factory.Core().V1().Nodes()
-	// Only Running pods, and of them only metadata and spec.nodeName (trimmed as they arrive, into runningPod): a
-	// large cluster's pod specs would dominate memory. The node name says whose samples count.
-	podFactory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(
-		func(lo *metav1.ListOptions) { lo.FieldSelector = "status.phase=Running" }))
-	nodeInformer, podInformer := nodes.Informer(), podFactory.Core().V1().Pods().Informer()
-	pods := cache.NewGenericLister(podInformer.GetIndexer(), corev1.Resource("pods"))
+	nodeInformer := nodes.Informer()
 	if err := nodeInformer.SetTransform(trimNode); err != nil {
 		return nil, fmt.Errorf("node informer: %w", err)
 	}
-	if err := podInformer.SetTransform((&podTrimmer{}).trim); err != nil {
-		return nil, fmt.Errorf("pod informer: %w", err)
+	podFactory, podInformer, pods, err := runningPods(client)
+	if err != nil {
+		return nil, err
 	}
 
 	store := storage.New(storage.Options{

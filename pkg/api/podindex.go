@@ -1,0 +1,190 @@
+package api
+
+import (
+	"fmt"
+	"maps"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/tools/cache"
+)
+
+// PodLabelIndex names the pod informer's index of a namespace's pods by label: "namespace/key=value". A namespace
+// never holds '/' and a label key never holds '=', so each value names one namespace, key and value.
+const PodLabelIndex = "namespace/label"
+
+// PodIndex lists a namespace's pods by label, so that a selection with an equality or `in` requirement reads only
+// the pods of its smallest matching set instead of walking the namespace (DESIGN.md section 3: a build costs what
+// it selects). It keeps how many pods each set holds, counted from the informer's events, so it knows which set is
+// smallest, and how large a selection is at most, before listing. It is a PodLister itself: cmd serves it as Deps.Pods.
+//
+// Selections of every namespace, and selections with only !=, notin, exists or !exists requirements, still walk
+// (the namespace, or every pod): a cluster-wide index would cost memory for every pod, and a negative requirement
+// narrows nothing.
+type PodIndex struct {
+	cache.GenericLister
+	indexer cache.Indexer
+	synced  cache.InformerSynced
+
+	mu     sync.RWMutex
+	counts map[string]int // pods by index value, and by namespace ("namespace" alone)
+	total  int
+}
+
+// podInformer is what NewPodIndex needs of the pod informer (a cache.SharedIndexInformer).
+type podInformer interface {
+	AddIndexers(cache.Indexers) error
+	AddEventHandler(cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error)
+	GetIndexer() cache.Indexer
+}
+
+// NewPodIndex adds the label index and its counts to the pod informer, before it starts.
+func NewPodIndex(informer podInformer) (*PodIndex, error) {
+	if err := informer.AddIndexers(cache.Indexers{PodLabelIndex: podLabelValues}); err != nil {
+		return nil, fmt.Errorf("adding the pod label index: %w", err)
+	}
+	ix := &PodIndex{
+		GenericLister: cache.NewGenericLister(informer.GetIndexer(), schema.GroupResource{Resource: "pods"}),
+		indexer:       informer.GetIndexer(),
+		counts:        map[string]int{},
+	}
+	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { ix.count(obj, 1) },
+		UpdateFunc: ix.update,
+		DeleteFunc: func(obj any) { ix.count(obj, -1) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("counting the pod label index: %w", err)
+	}
+	ix.synced = reg.HasSynced
+	return ix, nil
+}
+
+// podLabelValues is the index function of PodLabelIndex.
+func podLabelValues(obj any) ([]string, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, fmt.Errorf("indexing a pod by label: %w", err)
+	}
+	out := make([]string, 0, len(m.GetLabels()))
+	for k, v := range m.GetLabels() {
+		out = append(out, labelValue(m.GetNamespace(), k, v))
+	}
+	return out, nil
+}
+
+func labelValue(namespace, key, value string) string { return namespace + "/" + key + "=" + value }
+
+func (ix *PodIndex) update(oldObj, newObj any) {
+	o, err1 := meta.Accessor(oldObj)
+	n, err2 := meta.Accessor(newObj)
+	if err1 == nil && err2 == nil && o.GetNamespace() == n.GetNamespace() && maps.Equal(o.GetLabels(), n.GetLabels()) {
+		return // most updates: the counts stay
+	}
+	ix.count(oldObj, -1)
+	ix.count(newObj, 1)
+}
+
+// count adds d to the counts of obj's namespace and labels.
+func (ix *PodIndex) count(obj any, d int) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return // the indexer refused it too: it is not in any set
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.total += d
+	ix.add(m.GetNamespace(), d)
+	for k, v := range m.GetLabels() {
+		ix.add(labelValue(m.GetNamespace(), k, v), d)
+	}
+}
+
+func (ix *PodIndex) add(value string, d int) {
+	if n := ix.counts[value] + d; n > 0 {
+		ix.counts[value] = n
+	} else {
+		delete(ix.counts, value)
+	}
+}
+
+// smallest returns the index values of sel's smallest indexed set in namespace (several for `in`: disjoint, as a
+// pod has one value per key) and how many pods it holds; ok is false when the index cannot narrow sel.
+func (ix *PodIndex) smallest(namespace string, sel labels.Selector) (values []string, n int, ok bool) {
+	if namespace == metav1.NamespaceAll || sel == nil {
+		return nil, 0, false
+	}
+	reqs, selectable := sel.Requirements()
+	if !selectable {
+		return nil, 0, false
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	for _, r := range reqs {
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+		default:
+			continue
+		}
+		var vs []string
+		size := 0
+		for v := range r.Values() {
+			value := labelValue(namespace, r.Key(), v)
+			vs, size = append(vs, value), size+ix.counts[value]
+		}
+		if !ok || size < n {
+			values, n, ok = vs, size, true
+		}
+	}
+	return values, n, ok
+}
+
+// selectIn lists the pods of namespace that sel selects from its smallest indexed set; ok is false when the index
+// cannot narrow sel, and the caller walks. The counts only choose the set: the indexer's sets are read whatever
+// they say, so counts that lag the informer's cache by a few events cost time, never a pod.
+func (ix *PodIndex) selectIn(namespace string, sel labels.Selector) (objs []any, ok bool, err error) {
+	values, _, ok := ix.smallest(namespace, sel)
+	if !ok {
+		return nil, false, nil
+	}
+	for _, v := range values {
+		set, err := ix.indexer.ByIndex(PodLabelIndex, v)
+		if err != nil {
+			return nil, true, fmt.Errorf("reading the pod label index: %w", err)
+		}
+		for _, obj := range set {
+			if m, err := meta.Accessor(obj); err == nil && sel.Matches(labels.Set(m.GetLabels())) {
+				objs = append(objs, obj)
+			}
+		}
+	}
+	return objs, true, nil
+}
+
+// upTo returns at most how many pods sel selects in namespace ("" for all): its smallest indexed set, else its
+// namespace, else every pod; known is false until the counts have seen the informer's initial list.
+func (ix *PodIndex) upTo(namespace string, sel labels.Selector) (n int, known bool) {
+	if ix.synced == nil || !ix.synced() {
+		return 0, false
+	}
+	_, n, narrowed := ix.smallest(namespace, sel)
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	bound := ix.total
+	if namespace != metav1.NamespaceAll {
+		bound = ix.counts[namespace]
+	}
+	if !narrowed || bound < n {
+		n = bound
+	}
+	return n, true
+}
+
+var _ PodLister = (*PodIndex)(nil)
