@@ -16,7 +16,7 @@ import (
 // event (watchItem) implement it.
 
 // encodings caches one object's encodings, one per encoder identifier. A slice, not a map: an object sees one or
-// two encoders, and a watch holds one of these per object.
+// two encoders, and a watch has one of these per object.
 type encodings struct {
 	mu   sync.Mutex
 	byID []*encoded

@@ -14,8 +14,8 @@ import (
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
-// resource is the REST storage of one kind (NodeStorage, PodStorage): list, page, get, watch and table, reading one
-// snapshot per request. What differs between the kinds is k.
+// metricsREST is the REST storage of one kind (NodeStorage, PodStorage): list, page, get, watch and table, reading
+// one snapshot per request. What differs between the kinds is kind.
 type metricsREST[P any] struct {
 	info    kindInfo
 	run     string // names this server's resourceVersions (resourceversion.go)
@@ -40,7 +40,7 @@ var (
 	_ rest.Lister               = &PodStorage{}
 )
 
-// readers is what the REST storages of one server share, so their bounds hold for both kinds together: the run
+// readers is what the REST storages of one server share, so their bounds apply to both kinds together: the run
 // that names its resourceVersions, the watch bounds, the build slots and the budget of what builds keep.
 type readers struct {
 	run     string
