@@ -10,8 +10,8 @@ import (
 )
 
 // What a snapshot's build shares is encoded once per wire format (JSON, protobuf, YAML, Table...) and the bytes
-// copied to every request: a list of every pod of a 1,000-node cluster is about 10 MB of JSON, and encoding it costs
-// far more than building it. The apiserver encodes through runtime.CacheableObject, the interface its watch cache
+// copied to every request: a list of every pod of a large cluster is megabytes of JSON, and encoding it costs far
+// more than building it (BENCHMARKS.md, "Figures behind the comments"). The apiserver encodes through runtime.CacheableObject, the interface its watch cache
 // uses to share encodings between watchers: lists here (sharedNodeList, sharedPodList) and each object of a watch
 // event (watchItem) implement it.
 

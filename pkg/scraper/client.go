@@ -46,10 +46,10 @@ type readers struct {
 	borrowed bool
 }
 
-// Buffer sizes of a kept-alive kubelet connection. net/http's defaults, 4 KB each, are held for the connection's life,
-// which adds up over thousands of nodes (BENCHMARKS.md, "Figures behind the comments"). A request is a GET of a few
-// hundred bytes (up to about 1.5 KB with a bearer token), and a response's body is read in reads larger than the read
-// buffer, which bypass it, so it only ever holds the status line, the headers and the chunk sizes.
+// Buffer sizes of a kept-alive kubelet connection. net/http's defaults are held for the connection's life, which adds
+// up over thousands of nodes (BENCHMARKS.md, "Figures behind the comments"). A request is a GET whose headers, a
+// bearer token included, fit the write buffer, and a response's body is read in reads larger than the read buffer,
+// which bypass it, so it only ever holds the status line, the headers and the chunk sizes.
 const (
 	connWriteBuffer = 2 << 10
 	connReadBuffer  = 1 << 10

@@ -118,7 +118,8 @@ func (p *parser) lookup(namespace, pod, name []byte) *parsedContainer {
 		c = p.find(namespace, pod, name)
 		if c == nil {
 			// One string holds the names storage keeps: one allocation, not three. Without the index's separators,
-			// which would cost every container kept 2 bytes, often a larger size class (480 B a node).
+			// which would cost every container kept 2 bytes, often a larger size class (BENCHMARKS.md, "Figures
+			// behind the comments").
 			key := string(namespace) + string(pod) + string(name)
 			podAt, nameAt := len(namespace), len(namespace)+len(pod)
 			c = &parsedContainer{namespace: key[:podAt], pod: key[podAt:nameAt], name: key[nameAt:], order: -1}
