@@ -105,21 +105,22 @@ func (a *Adapter) Collect(ctx context.Context, add storage.AppendFunc) storage.O
 	for i, q := range qs {
 		byQuery[q] = results[i].vec
 	}
-	stored, mapErr := a.store(byQuery, add)
+	delivered, mapErr := a.deliver(byQuery, add)
 	if mapErr != nil {
 		errs, failed = append(errs, mapErr), true
 	}
 	err := errors.Join(errs...)
-	klog.V(2).InfoS("Polled Prometheus", "nodes", stored.nodes, "containers", stored.containers, "duration", a.now().Sub(start), "err", err)
+	klog.V(2).InfoS("Polled Prometheus", "nodes", delivered.nodes, "containers", delivered.containers, "duration", a.now().Sub(start), "err", err)
 	return storage.Outcome{Success: !failed, Err: err}
 }
 
-// counts are how many nodes and containers a poll stored.
+// counts are how many nodes and containers a poll delivered.
 type counts struct{ nodes, containers int }
 
-// store maps the queries' results (a query's vector by the query) to samples and hands them to add. A panic there loses what the poll had not stored,
-// not the process (DESIGN.md section 3): an error, counted, and logged with its stack once per streak of panics.
-func (a *Adapter) store(results map[*query]model.Vector, add storage.AppendFunc) (c counts, err error) {
+// deliver maps the queries' results (a query's vector by the query) to samples and hands them to add (storage
+// stores them; the scraper's deliver is its twin). A panic there loses what the poll had not delivered, not the
+// process (DESIGN.md section 3): an error, counted, and logged with its stack once per streak of panics.
+func (a *Adapter) deliver(results map[*query]model.Vector, add storage.AppendFunc) (c counts, err error) {
 	defer func() {
 		p := recover()
 		change := a.mapping.Set(p != nil)

@@ -60,7 +60,7 @@ type groupResource struct {
 	Resource string `json:"resource"`
 }
 
-// defaultRule queries the kubelet's /metrics/resource series. A Prometheus that also scrapes /metrics/cadvisor holds
+// defaultRules query the kubelet's /metrics/resource series. A Prometheus that also scrapes /metrics/cadvisor holds
 // a second series of the same name and labels for every container (they differ only in labels such as id, image
 // and the scrape's own), so the queries take max, not sum, over the duplicates: the same usage, not twice it.
 func defaultRules() *resourceRules {

@@ -12,8 +12,9 @@ import (
 	"github.com/metrics-ring/metrics-ring/pkg/logonly"
 )
 
-// DefaultMaxResponseBytes is --prometheus-max-response-bytes' default: a vector of about 500,000 series as the
-// default queries answer (about 120 bytes each), more than Kubernetes' 150,000 pods' containers.
+// DefaultMaxResponseBytes is --prometheus-max-response-bytes' default: the default queries' answer for every
+// container of a cluster at Kubernetes' largest supported size (150,000 pods) fits, with room to spare
+// (BENCHMARKS.md, "Figures behind the comments").
 const DefaultMaxResponseBytes = 64 << 20
 
 var (

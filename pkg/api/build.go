@@ -25,7 +25,7 @@ import (
 // newest pages): clients paging in step share every page.
 const maxSharedPageItems = 4096
 
-// selection is what a build is shared by: a namespace ("" for all, or a cluster-scoped kind) and selectors.
+// scope is what a build is shared by: a namespace ("" for all, or a cluster-scoped kind) and selectors.
 type scope struct {
 	namespace string
 	selectors

@@ -3,6 +3,13 @@
 // the k8s.io/apiserver GenericAPIServer that serves them with delegated authentication and authorization, OpenAPI,
 // and the /readyz and /livez checks of DESIGN.md section 3.
 //
+// Readers' words, one meaning each: a holder (a user's requests, a page-through, a watch feed) holds what it uses
+// so that it is kept: keeper.hold charges a user its share of a kept thing, Snapshots.Hold keeps a storage snapshot
+// retained until the handle is released. A holder lets go (keeper.letGo; a build of the pages it shared) when it
+// no longer uses it; a kept thing let go of for good is gone (nothing more is charged to it). A watch batch is
+// referenced (ref) by each watcher that queued it and released once sent or dropped. Objects that no longer exist
+// are deleted (a watch's DELETED events).
+//
 // Objects are listed from informers (nodes, and Running pods as metadata only) and their values read from storage;
 // nothing here ever calls a source on the request path. Readers share work per snapshot (build.go): every list,
 // page and watch of one collection and selection shares one build, and the builds running at once are bounded.

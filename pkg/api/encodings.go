@@ -10,13 +10,13 @@ import (
 )
 
 // What a snapshot's build shares is encoded once per wire format (JSON, protobuf, YAML, Table...) and the bytes
-// copied to every request: a list of every pod of a 1,000-node cluster is about 10 MB of JSON, and encoding it costs
-// far more than building it. The apiserver encodes through runtime.CacheableObject, the interface its watch cache
+// copied to every request: a list of every pod of a large cluster is megabytes of JSON, and encoding it costs far
+// more than building it (BENCHMARKS.md, "Figures behind the comments"). The apiserver encodes through runtime.CacheableObject, the interface its watch cache
 // uses to share encodings between watchers: lists here (sharedNodeList, sharedPodList) and each object of a watch
 // event (watchItem) implement it.
 
 // encodings caches one object's encodings, one per encoder identifier. A slice, not a map: an object sees one or
-// two encoders, and a watch holds one of these per object.
+// two encoders, and a watch has one of these per object.
 type encodings struct {
 	mu   sync.Mutex
 	byID []*encoded

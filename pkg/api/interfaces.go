@@ -20,8 +20,8 @@ type Snapshots interface {
 	Committed() storage.Snapshot
 	// At is the snapshot of a generation while storage retains it: among the newest, or held by a reader.
 	At(generation uint64) (storage.Snapshot, bool)
-	// Hold keeps a snapshot retained until the handle is released (a nil handle releases nothing); false when it
-	// was let go already.
+	// Hold keeps a snapshot retained until the handle is released (a nil handle releases nothing); false when
+	// storage retains it no longer.
 	Hold(storage.Snapshot) (*storage.Handle, bool)
 	// Removals counts the objects the informers removed that storage held series of, counted before the
 	// publication that leaves them out: what was joined with the informers' objects before the count grew (a build)

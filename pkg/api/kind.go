@@ -51,7 +51,7 @@ type kindInfo struct {
 }
 
 // kind is the part of the REST storage that differs between NodeMetrics and PodMetrics; everything else (list,
-// page, get, watch, table, sharing) is resource's, once for both.
+// page, get, watch, table, sharing) is metricsREST's, once for both.
 type kind[P any] interface {
 	info() kindInfo
 	// objects lists the informers' objects in namespace ("" for all) whose labels match sel.
@@ -66,12 +66,12 @@ type kind[P any] interface {
 	item(e *entry[P], rv string, created metav1.Time) runtime.Object
 	// list builds the API list of entries, with resourceVersion rv.
 	list(es []entry[P], rv string, created metav1.Time) runtime.Object
-	// shared wraps a list built by list for sharing between requests (see sharedList).
+	// shared wraps a list built by list for sharing between requests (sharedNodeList, sharedPodList).
 	shared(list runtime.Object) runtime.Object
 	// empty is an object with only a key and a resourceVersion: bookmarks, and deletions known by key alone.
 	empty(namespace, name, rv string) runtime.Object
 	// rows is the Table form of an item or a list (shared or not); ok is false for any other type.
 	rows(obj runtime.Object) (rows []metav1.TableRow, lm metav1.ListMeta, ok bool)
-	// each calls f with every object snap holds, servable or not.
+	// each calls f with every object of snap, servable or not.
 	each(snap storage.Snapshot, f func(namespace, name string))
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
-// resource is the REST storage of one kind (NodeStorage, PodStorage): list, page, get, watch and table, reading one
-// snapshot per request. What differs between the kinds is k.
+// metricsREST is the REST storage of one kind (NodeStorage, PodStorage): list, page, get, watch and table, reading
+// one snapshot per request. What differs between the kinds is kind.
 type metricsREST[P any] struct {
 	info    kindInfo
 	run     string // names this server's resourceVersions (resourceversion.go)

@@ -14,7 +14,7 @@ import (
 )
 
 var (
-	// Scheme holds the internal, v1 and v1beta1 metrics types (with their conversions; v1 the preferred version)
+	// Scheme has the internal, v1 and v1beta1 metrics types (with their conversions; v1 the preferred version)
 	// and the meta types the generic server needs to answer options, status and discovery.
 	Scheme = runtime.NewScheme()
 	// Codecs serves Scheme as JSON, YAML and protobuf.

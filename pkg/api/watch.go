@@ -14,7 +14,7 @@ import (
 
 // maxWatchLag is how many collection cycles' batches a watcher may have queued before it is ended with 410 Gone and
 // its client lists again: a client that stopped reading gives its slot back within a minute at the default
-// resolution, and never blocks the others (what its queue holds meanwhile is charged to its user, keeper). Lag
+// resolution, and never blocks the others (what it has queued meanwhile is charged to its user, keeper). Lag
 // counts cycles, not batches: a cycle longer than a second publishes several (storage's Cycle.Publish), each with
 // part of its events.
 const maxWatchLag = 4
@@ -101,7 +101,7 @@ func (s *metricsREST[P]) startWatch(ctx context.Context, opts *metainternalversi
 		if err != nil {
 			return nil, err
 		}
-		w.initial = diff(prev.entries, start, s.gone(from, which), nil)
+		w.initial = diff(prev.entries, start, s.deleted(from, which), nil)
 	}
 	if !f.charge(w.initial) {
 		return nil, overBudget(user)

@@ -11,9 +11,9 @@ import (
 
 // diff is the batch that turns prev into cur: ADDED for entries of cur not in prev (new, or entered the selection),
 // MODIFIED for those whose values or labels changed, DELETED for those of prev not in cur (each a copy at cur's
-// resourceVersion), and DELETED by key alone for gone: objects deleted since, that a resuming watch must still be
-// told of. Both entry lists are sorted, so this is one merge, with no map of either.
-func diff[P any](prev []entry[P], cur *build[P], gone []object, acct *batchAccount) *batch {
+// resourceVersion), and DELETED by key alone for deleted: objects deleted since, that a resuming watch must still
+// be told of. Both entry lists are sorted, so this is one merge, with no map of either.
+func diff[P any](prev []entry[P], cur *build[P], deleted []object, acct *batchAccount) *batch {
 	item := cur.batchItems(acct)
 	k, next := cur.res.kind, cur.entries
 	var events []watch.Event
@@ -35,7 +35,7 @@ func diff[P any](prev []entry[P], cur *build[P], gone []object, acct *batchAccou
 			j++
 		}
 	}
-	for _, o := range gone {
+	for _, o := range deleted {
 		n := sort.Search(len(next), func(x int) bool { return !next[x].less(&o) })
 		if n < len(next) && next[n].object.key() == o.key() {
 			continue
@@ -45,10 +45,10 @@ func diff[P any](prev []entry[P], cur *build[P], gone []object, acct *batchAccou
 	return &batch{rv: cur.rv, gen: cur.generation, events: events, acct: acct}
 }
 
-// gone returns the objects of snap within sel's namespace and field selector that no longer exist (deleted, or a
+// deleted returns the objects of snap within sel's namespace and field selector that no longer exist (deleted, or a
 // pod no longer Running): a watch resuming from snap must still tell its client that they left, though the
 // informers that would give their labels have forgotten them.
-func (s *metricsREST[P]) gone(snap storage.Snapshot, sel scope) []object {
+func (s *metricsREST[P]) deleted(snap storage.Snapshot, sel scope) []object {
 	var out []object
 	s.kind.each(snap, func(namespace, name string) {
 		if (sel.namespace != "" && namespace != sel.namespace) || !sel.matchFields(namespace, name) {

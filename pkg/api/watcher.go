@@ -32,12 +32,12 @@ type watcher[P any] struct {
 	withheld map[string]struct{}
 
 	mu       sync.Mutex
-	queue    []*batch // each held (batch.hold) until sent or let go
+	queue    []*batch // each referenced (batch.ref) until sent or dropped
 	fellBack bool
 	ended    bool // the watch ended: nothing more is queued
 	wake     chan struct{}
 	// cut is the batch that ends the watch at once (batch.drop), abort closed with it: a watch blocked sending to a
-	// client that does not read lets go of what it holds too.
+	// client that does not read releases what it has queued too.
 	cut   *batch
 	abort chan struct{}
 
@@ -55,26 +55,26 @@ func (w *watcher[P]) Stop() { w.stopOnce.Do(func() { close(w.done) }) }
 // push queues a batch; called by the feed, which never waits for a watcher.
 func (w *watcher[P]) push(bt *batch) {
 	w.mu.Lock()
-	var let []*batch // what the watcher no longer holds
+	var dropped []*batch // what the watcher no longer has queued
 	switch {
 	case w.fellBack || w.ended:
 	case bt.end == nil && (len(w.queue) >= maxQueuedBatches ||
 		(len(w.queue) > 0 && bt.cycle >= w.queue[0].cycle+maxWatchLag)):
-		w.fellBack, w.queue, let = true, nil, w.queue
+		w.fellBack, w.queue, dropped = true, nil, w.queue
 		watchesFellBehind.WithLabelValues(w.version).Inc()
 	case bt.drop: // ended: nothing more is queued while the client is told, however slowly it reads
-		w.queue, w.ended, let = nil, true, w.queue
+		w.queue, w.ended, dropped = nil, true, w.queue
 		if w.cut == nil {
 			w.cut = bt
 			close(w.abort)
 			watchesOverBudget.WithLabelValues(w.version).Inc()
 		}
 	default:
-		bt.hold()
+		bt.ref()
 		w.queue = append(w.queue, bt)
 	}
 	w.mu.Unlock()
-	for _, bt := range let {
+	for _, bt := range dropped {
 		bt.release()
 	}
 	select {
@@ -87,7 +87,7 @@ func (w *watcher[P]) run() {
 	// Deferred in this order so the slot is free by the time the client sees the channel close.
 	defer close(w.result)
 	defer w.res.watches.release(w.user, w.version)
-	defer w.letGo() // once off the feed: nothing more is queued
+	defer w.releaseQueue() // once off the feed: nothing more is queued
 	defer w.feed.remove(w)
 	defer func() {
 		if r := recover(); r != nil {
@@ -101,7 +101,7 @@ func (w *watcher[P]) run() {
 	w.mu.Lock()
 	cut := w.cut
 	w.mu.Unlock()
-	if cut != nil { // the client is told, however slowly it reads; nothing else is held meanwhile
+	if cut != nil { // the client is told, however slowly it reads; nothing else is queued meanwhile
 		for drained := false; !drained; { // events it has yet to read are moot: it lists again
 			select {
 			case <-w.result:
@@ -170,8 +170,8 @@ func (w *watcher[P]) serve() {
 	}
 }
 
-// letGo lets go of the batches still queued when the watch ends.
-func (w *watcher[P]) letGo() {
+// releaseQueue releases the batches still queued when the watch ends.
+func (w *watcher[P]) releaseQueue() {
 	w.mu.Lock()
 	queue := w.queue
 	w.queue, w.ended = nil, true

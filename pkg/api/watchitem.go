@@ -49,9 +49,9 @@ type batch struct {
 	events []watch.Event
 	// end, when set, ends every watcher with this ERROR event's status (a source down for --stale-after, say).
 	end *metav1.Status
-	// drop, with end, ends the watchers at once: what they have queued is let go, not sent first.
+	// drop, with end, ends the watchers at once: what they have queued is released, not sent first.
 	drop bool
-	// acct is what a feed's batch is charged to while watchers hold it; nil for a batch of one watch.
+	// acct is what a feed's batch is charged to while watchers have it queued; nil for a batch of one watch.
 	acct *batchAccount
 }
 
@@ -74,7 +74,7 @@ func (a *batchAccount) add(n int64) {
 	a.mu.Unlock()
 }
 
-// charge charges an encoding of n bytes of one of the batch's events, unless the batch was let go.
+// charge charges an encoding of n bytes of one of the batch's events, unless its last reference was released.
 func (a *batchAccount) charge(n int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -84,8 +84,8 @@ func (a *batchAccount) charge(n int) {
 	}
 }
 
-// hold adds a reference: a watcher queued the batch.
-func (bt *batch) hold() {
+// ref adds a reference: a watcher queued the batch.
+func (bt *batch) ref() {
 	if bt.acct != nil {
 		bt.acct.mu.Lock()
 		bt.acct.refs++

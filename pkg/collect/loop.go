@@ -115,8 +115,9 @@ func (l *Loop) cycle(ctx context.Context) {
 }
 
 // publishing publishes c every PublishEvery until the returned stop is called, so that a sample is servable about
-// a second after its node answered rather than when the cycle's slowest node has (issue 17: 5 to 10 s at 10,000
-// nodes). stop returns once no publication is running, so none races the Commit that follows.
+// a second after its node answered rather than when the cycle's slowest node has, seconds later in a large cluster
+// (BENCHMARKS.md, "Figures behind the comments"). storage bounds how often it publishes whatever the loop asks
+// (storage.MinPublishInterval). stop returns once no publication is running, so none races the Commit that follows.
 func (l *Loop) publishing(c *storage.Cycle) (stop func()) {
 	if l.opts.PublishEvery < 0 {
 		return func() {}

@@ -13,11 +13,11 @@ import (
 
 // retained is the response-buffer capacity the scraper keeps between scrapes: its workers' and the spares.
 func retained(s *Scraper) (total, largest int) {
-	bufs := make([][]byte, 0, len(s.workers)+len(s.client.spare.free))
+	bufs := make([][]byte, 0, len(s.workers)+len(s.buffers.free))
 	for _, w := range s.workers {
 		bufs = append(bufs, w.buf)
 	}
-	for _, sc := range s.client.spare.free {
+	for _, sc := range s.buffers.free {
 		bufs = append(bufs, sc.buf)
 	}
 	for _, b := range bufs {
@@ -100,11 +100,11 @@ func TestRetainFor(t *testing.T) {
 // one (at least the floor), so a cycle with more responses in hand at once than --kubelet-concurrency does not
 // allocate a buffer and a gzip reader per scrape, and a quieter cycle lets the extra go.
 func TestSparesFollowThePeak(t *testing.T) {
-	p := newScratchPool(2)
+	p := newBuffers(2)
 	borrow := func(n int) []scratch {
 		lent := make([]scratch, n)
 		for i := range lent {
-			lent[i].buf, lent[i].gz = p.get()
+			lent[i].buf, lent[i].gz = p.lend()
 			if lent[i].buf == nil {
 				lent[i].buf = make([]byte, 0, 64)
 			}
@@ -113,7 +113,7 @@ func TestSparesFollowThePeak(t *testing.T) {
 	}
 	giveBack := func(lent []scratch) {
 		for _, sc := range lent {
-			p.put(sc.buf, sc.gz)
+			p.giveBack(sc.buf, sc.gz)
 		}
 	}
 	for _, tc := range []struct {

@@ -30,22 +30,26 @@ type kubeletClient struct {
 	rt       http.RoundTripper
 	header   http.Header // every request's headers; each worker sends a copy of its own
 	maxBytes int64
-	// spare holds the body buffers and gzip readers of scrapes that finished, for the next responses to borrow.
-	spare scratchPool
+}
+
+// lender lends the buffer and gzip reader a response's body is read into: the Scraper's buffers (buffers.go), which
+// decide what is kept between scrapes.
+type lender interface {
+	lend() ([]byte, *gzip.Reader)
 }
 
 // readers are one worker's reusable request and decoding state.
 type readers struct {
 	header http.Header  // the client's headers, reused by every request of the worker (RoundTrip must not change them)
-	gz     *gzip.Reader // borrowed with the body buffer from the client's spares; nil until a gzip response
-	// borrowed says the worker's body buffer and gz are borrowed from the spares (scratchPool), until put.
+	gz     *gzip.Reader // lent with the body buffer; nil until a gzip response
+	// borrowed says the worker's body buffer and gz are lent (lender), until the worker gives them back.
 	borrowed bool
 }
 
-// Buffer sizes of a kept-alive kubelet connection. net/http's defaults, 4 KB each, are held for the connection's life,
-// which adds up over thousands of nodes (BENCHMARKS.md, "Figures behind the comments"). A request is a GET of a few
-// hundred bytes (up to about 1.5 KB with a bearer token), and a response's body is read in reads larger than the read
-// buffer, which bypass it, so it only ever holds the status line, the headers and the chunk sizes.
+// Buffer sizes of a kept-alive kubelet connection. net/http's defaults are held for the connection's life, which adds
+// up over thousands of nodes (BENCHMARKS.md, "Figures behind the comments"). A request is a GET whose headers, a
+// bearer token included, fit the write buffer, and a response's body is read in reads larger than the read buffer,
+// which bypass it, so it only ever holds the status line, the headers and the chunk sizes.
 const (
 	connWriteBuffer = 2 << 10
 	connReadBuffer  = 1 << 10
@@ -89,14 +93,15 @@ func newKubeletClient(o *Options) (*kubeletClient, error) {
 		// anew for every response, where a worker's is reset.
 		h.Set("Accept-Encoding", "gzip")
 	}
-	return &kubeletClient{rt: rt, header: h, maxBytes: o.MaxResponseBytes, spare: newScratchPool(o.Concurrency)}, nil
+	return &kubeletClient{rt: rt, header: h, maxBytes: o.MaxResponseBytes}, nil
 }
 
 // fetch GETs url and reads the body into buf (reused; grown when needed) and returns it. A worker that holds no
-// buffer borrows one, and a gzip reader, from the spares once the response has come: not while it waits for the
-// kubelet, so that what workers keep follows the scrapes reading at once, not the workers (worker.go). Errors
-// name the node and the URL as t shows it.
-func (c *kubeletClient) fetch(ctx context.Context, node string, t target, buf []byte, rd *readers) ([]byte, error) {
+// buffer borrows one, and a gzip reader, from spares once the response has come: not while it waits for the
+// kubelet, so that what is kept follows the scrapes reading at once, not the workers (buffers.go). Errors name the
+// node and the URL as t shows it.
+func (c *kubeletClient) fetch(ctx context.Context, node string, t target, buf []byte, rd *readers,
+	spares lender) ([]byte, error) {
 	url := t.shown
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.url, nil)
 	if err != nil {
@@ -124,7 +129,7 @@ func (c *kubeletClient) fetch(ctx context.Context, node string, t target, buf []
 		return buf, fmt.Errorf("node %q: GET %s: %w: Content-Length %d", node, url, c.tooLarge(), resp.ContentLength)
 	}
 	if !rd.borrowed {
-		buf, rd.gz = c.spare.get()
+		buf, rd.gz = spares.lend()
 		rd.borrowed = true
 	}
 	body, err := rd.decode(resp)

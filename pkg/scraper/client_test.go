@@ -434,7 +434,7 @@ func TestFetchPastItsDeadlineIsATimeout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
 	defer cancel()
 	_, err = c.fetch(ctx, "slow", target{url: "https://127.0.0.1:1/metrics/resource", shown: "https://127.0.0.1:1/metrics/resource"},
-		nil, &readers{})
+		nil, &readers{}, newBuffers(1))
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `"slow"`) {
 		t.Fatalf("fetch past its deadline: %v, want a deadline error naming the node", err)
 	}

@@ -18,10 +18,11 @@ const (
 	hasSwap // optional: Windows nodes and older kubelets report none
 )
 
-// container is one container a node's responses report, interned across them, so a container that keeps reporting
-// costs no allocation. Its values of a response go straight into that response's batch entry (at): a container
-// kept between responses holds names and bookkeeping only (BENCHMARKS.md, "Figures behind the comments").
-type container struct {
+// parsedContainer is one container a node's responses report, interned across them, so a container that keeps
+// reporting costs no allocation (storage's container is the series its samples go to). Its values of a response go
+// straight into that response's batch entry (at): one kept between responses holds names and bookkeeping only
+// (BENCHMARKS.md, "Figures behind the comments").
+type parsedContainer struct {
 	namespace, pod, name string
 	epoch                uint32 // the parse that last saw it
 	order                int32  // its index in the previous response's order (parser.prev), or -1
@@ -109,18 +110,19 @@ func (p *parser) nodeValue(bit uint8, into *float64, v float64, stats *parseStat
 // (BENCHMARKS.md, "Figures behind the comments"). Past maxMisses in one response (a kubelet that shuffles its
 // series), the parser indexes its containers in a map for the rest of that response and keeps it while responses
 // keep missing, so no order costs more than a hash a series.
-func (p *parser) lookup(namespace, pod, name []byte) *container {
-	var c *container
+func (p *parser) lookup(namespace, pod, name []byte) *parsedContainer {
+	var c *parsedContainer
 	if p.cursor < len(p.prev) && p.prev[p.cursor].is(namespace, pod, name) {
 		c = p.prev[p.cursor]
 	} else {
 		c = p.find(namespace, pod, name)
 		if c == nil {
 			// One string holds the names storage keeps: one allocation, not three. Without the index's separators,
-			// which would cost every container kept 2 bytes, often a larger size class (480 B a node).
+			// which would cost every container kept 2 bytes, often a larger size class (BENCHMARKS.md, "Figures
+			// behind the comments").
 			key := string(namespace) + string(pod) + string(name)
 			podAt, nameAt := len(namespace), len(namespace)+len(pod)
-			c = &container{namespace: key[:podAt], pod: key[podAt:nameAt], name: key[nameAt:], order: -1}
+			c = &parsedContainer{namespace: key[:podAt], pod: key[podAt:nameAt], name: key[nameAt:], order: -1}
 			p.fresh = append(p.fresh, c)
 			if p.index != nil {
 				p.index[string(keyOf(p, namespace, pod, name))] = c
@@ -146,11 +148,11 @@ func (p *parser) lookup(namespace, pod, name []byte) *container {
 const maxMisses = 16
 
 // find returns the known container with these names (the previous response's, or new in this one), or nil.
-func (p *parser) find(namespace, pod, name []byte) *container {
+func (p *parser) find(namespace, pod, name []byte) *parsedContainer {
 	p.misses++
 	if p.index == nil && p.misses > maxMisses {
-		p.index = make(map[string]*container, len(p.prev)+len(p.fresh))
-		for _, cs := range [2][]*container{p.prev, p.fresh} {
+		p.index = make(map[string]*parsedContainer, len(p.prev)+len(p.fresh))
+		for _, cs := range [2][]*parsedContainer{p.prev, p.fresh} {
 			for _, c := range cs {
 				p.index[string(keyOf(p, c.namespace, c.pod, c.name))] = c
 			}
@@ -159,7 +161,7 @@ func (p *parser) find(namespace, pod, name []byte) *container {
 	if p.index != nil {
 		return p.index[string(keyOf(p, namespace, pod, name))]
 	}
-	for _, cs := range [2][]*container{p.prev, p.fresh} {
+	for _, cs := range [2][]*parsedContainer{p.prev, p.fresh} {
 		for _, c := range cs {
 			if c.is(namespace, pod, name) {
 				return c
@@ -176,7 +178,7 @@ func keyOf[T string | []byte](p *parser, namespace, pod, name T) []byte {
 	return p.key
 }
 
-func (c *container) is(namespace, pod, name []byte) bool {
+func (c *parsedContainer) is(namespace, pod, name []byte) bool {
 	return c.name == string(name) && c.pod == string(pod) && c.namespace == string(namespace)
 }
 

@@ -31,12 +31,12 @@ func (s *parseStats) problems() bool {
 // scraper keeps one per node so that its interned containers survive between scrapes.
 type parser struct {
 	lexer
-	seen  []*container // this response's containers, in order of appearance: batch.Containers[i]'s
-	prev  []*container // the previous response's, which predicts each metric's order (lookup)
-	fresh []*container // this response's containers that the previous one did not have
+	seen  []*parsedContainer // this response's containers, in order of appearance: batch.Containers[i]'s
+	prev  []*parsedContainer // the previous response's, which predicts each metric's order (lookup)
+	fresh []*parsedContainer // this response's containers that the previous one did not have
 	// index holds the known containers by namespace \x00 pod \x00 container while responses miss the predicted
 	// order often (lookup), nil otherwise; misses counts this response's.
-	index  map[string]*container
+	index  map[string]*parsedContainer
 	misses int
 	key    []byte
 	epoch  uint32

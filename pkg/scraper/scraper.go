@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +25,8 @@ type Scraper struct {
 	opts   Options
 	nodes  NodeLister
 	client *kubeletClient
+	// buffers are what workers read bodies into, lent to the client's fetch once a response has come.
+	buffers *buffers
 
 	// Touched by one cycle at a time (the loop never overlaps cycles); within a cycle each node by one worker only.
 	// states is a cache of parsers and failure streaks by node name: which objects exist is storage's to know
@@ -35,10 +36,6 @@ type Scraper struct {
 	cycles  uint64
 	// meanScrape is the previous cycle's mean time to scrape a node, which sizes the next cycle's workers.
 	meanScrape time.Duration
-	// retain is the largest response buffer a worker keeps after a scrape (retainFor); set between cycles.
-	retain int
-	// Bodies read this cycle and their bytes, for the next cycle's retain.
-	bodies, bodyBytes atomic.Int64
 	// panicking: the previous cycle was lost to a panic outside any one node's scrape (logged once per streak).
 	panicking logonly.Streak[bool]
 }
@@ -78,8 +75,8 @@ func New(o Options, nodes NodeLister) (*Scraper, error) {
 	registerMetrics()
 	klog.InfoS("Kubelet source configured", "timeout", o.Timeout, "concurrency", o.Concurrency,
 		"nodeSelector", o.NodeSelector.String())
-	return &Scraper{opts: o, nodes: nodes, client: c, states: make(map[string]*nodeState),
-		retain: retainFor(0)}, nil
+	return &Scraper{opts: o, nodes: nodes, client: c, buffers: newBuffers(o.Concurrency),
+		states: make(map[string]*nodeState)}, nil
 }
 
 // Budget is how long one cycle may take: the request timeout, which cmd fits within the resolution
@@ -126,10 +123,7 @@ func (s *Scraper) collect(ctx context.Context, add storage.AppendFunc, unreached
 	s.forgetGoneNodes()
 
 	errs, workers := s.dispatch(ctx, nodes, states, add, budget, start)
-	if n := s.bodies.Swap(0); n > 0 {
-		s.retain = retainFor(s.bodyBytes.Swap(0) / n)
-	}
-	s.client.spare.endCycle()
+	s.buffers.endCycle()
 
 	cycleErr := summarize(nodes, errs)
 	failed := 0
@@ -160,13 +154,12 @@ func (s *Scraper) scrape(ctx context.Context, w *worker, node *corev1.Node, st *
 	defer cancel()
 	at, err := nodeURL(node, &s.opts)
 	if err == nil {
-		w.buf, err = s.client.fetch(ctx, node.Name, at, w.buf, &w.readers)
+		w.buf, err = s.client.fetch(ctx, node.Name, at, w.buf, &w.readers, s.buffers)
 	}
 	if err == nil {
 		stats := st.parser.parse(w.buf, time.Now(), node.Name, &w.batch)
 		size := len(w.buf)
-		s.bodies.Add(1)
-		s.bodyBytes.Add(int64(size))
+		s.buffers.parsed(size)
 		s.release(w)
 		err = s.deliver(node.Name, at.shown, size, w, st, &stats, add)
 	}

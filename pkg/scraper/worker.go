@@ -3,9 +3,6 @@ package scraper
 import (
 	"context"
 	"fmt"
-	"sync"
-
-	"github.com/klauspost/compress/gzip"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -55,93 +52,14 @@ func (s *Scraper) work(ctx context.Context, w *worker, node *corev1.Node, st *no
 	return s.scrape(ctx, w, node, st, add)
 }
 
-// release gives the worker's body buffer and gzip reader back to the spares once the body is parsed: the batch
-// holds the parser's interned names, never bytes of the body, so storing it (which may wait on storage's lock
-// while a snapshot is built) needs neither. A buffer grown beyond the retain limit is dropped instead, and the
-// batch, whose slices grew with that response, after it is stored.
+// release gives the worker's body buffer and gzip reader back to the Scraper's buffers once the body is parsed (or
+// the scrape failed): storing the batch, which may wait on storage's lock while a snapshot is built, needs neither.
+// A buffer grown beyond what the buffers keep is dropped, and the batch, whose slices grew with that response,
+// after it is stored.
 func (s *Scraper) release(w *worker) {
-	if cap(w.buf) > s.retain {
-		w.buf, w.oversized = nil, true
+	if !w.readers.borrowed { // a worker that borrowed nothing gives back nothing
+		return
 	}
-	if w.readers.borrowed { // a worker that borrowed nothing gives back nothing
-		s.client.spare.put(w.buf, w.readers.gz)
-		w.buf, w.readers.gz, w.readers.borrowed = nil, nil, false
-	}
-}
-
-// retainMin is the largest response buffer a worker keeps whatever the recent sizes: a 110-pod node's response
-// (133 KB) grows one to 256 KiB.
-const retainMin = 256 << 10
-
-// retainFor is the largest buffer a worker keeps after a scrape, given the previous cycle's mean response: eight
-// times it, so that buffers sized for the cluster's common nodes (a mix of 30- and 250-pod nodes included) stay
-// and a scrape allocates nothing, while one grown for an outlier (up to the response cap) is given back after that
-// scrape. What workers keep is then bounded by a few times a cycle's bytes, not by workers x the cap.
-func retainFor(meanBody int64) int {
-	return max(retainMin, int(8*min(meanBody, 1<<37)))
-}
-
-// scratchPool holds the response buffers and gzip readers that workers borrow while they read and parse a body, and
-// give back as soon as it is parsed. Workers wait for the kubelet most of a scrape, and a large cluster's cycle runs up
-// to maxWorkers of them at once (pace.go): when each kept its own, their buffers were held between cycles and all
-// touched in every cycle. Now what is kept follows the scrapes that read a body at the same time: the most that were
-// out at once in the previous cycle (at least floor). A fixed cap of floor made every scrape beyond the floor at once
-// allocate both anew, a large part of the process' CPU in garbage collection (BENCHMARKS.md, "Figures behind the
-// comments").
-type scratchPool struct {
-	mu    sync.Mutex
-	floor int
-	max   int // spares kept: max(floor, the previous cycle's peak)
-	free  []scratch
-	// out counts what workers borrowed (from the spares or new) and have not given back; peak is its most since
-	// the previous endCycle.
-	out, peak int
-}
-
-type scratch struct {
-	buf []byte
-	gz  *gzip.Reader
-}
-
-func newScratchPool(floor int) scratchPool { return scratchPool{floor: floor, max: floor} }
-
-// get returns a spare buffer and gzip reader, or nothing (the caller allocates on demand); either way the caller
-// has borrowed one, which put gives back.
-func (p *scratchPool) get() ([]byte, *gzip.Reader) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.out++
-	p.peak = max(p.peak, p.out)
-	n := len(p.free)
-	if n == 0 {
-		return nil, nil
-	}
-	sc := p.free[n-1]
-	p.free[n-1] = scratch{}
-	p.free = p.free[:n-1]
-	return sc.buf[:0], sc.gz
-}
-
-// put takes back what get lent (buf may have grown, or be nil when it grew too large to keep), keeping at most max
-// spares.
-func (p *scratchPool) put(buf []byte, gz *gzip.Reader) {
-	sc := scratch{buf: buf, gz: gz}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.out--
-	if len(p.free) < p.max && (cap(sc.buf) > 0 || sc.gz != nil) {
-		p.free = append(p.free, sc)
-	}
-}
-
-// endCycle sizes the spares for the next cycle by this one's peak, dropping any beyond it.
-func (p *scratchPool) endCycle() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.max = max(p.floor, p.peak)
-	p.peak = p.out
-	if len(p.free) > p.max {
-		clear(p.free[p.max:])
-		p.free = p.free[:p.max]
-	}
+	w.oversized = s.buffers.giveBack(w.buf, w.readers.gz)
+	w.buf, w.readers.gz, w.readers.borrowed = nil, nil, false
 }

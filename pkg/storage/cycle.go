@@ -32,7 +32,7 @@ func (s *Storage) BeginCycle() *Cycle { return &Cycle{s: s} }
 func (c *Cycle) Append(b *Batch) Rejection { return c.s.store(b) }
 
 // Publish makes what the cycle has appended so far servable, before the cycle ends, so that a sample does not wait
-// for the slowest node of its cycle (seconds at 10,000 nodes). It publishes only when batches arrived since the
+// for the slowest node of its cycle. It publishes only when batches arrived since the
 // previous snapshot, at most once per MinPublishInterval, and never during the first cycle (nothing is served
 // before it commits); the snapshot carries the health of the previous commit, since this cycle's outcome is not
 // known yet. It prunes nothing: staleness is judged at Commit. The collection loop calls it on a ticker.
@@ -43,10 +43,12 @@ func (c *Cycle) Publish() { c.s.publishInterim() }
 func (c *Cycle) Commit(o Outcome) { c.s.endCycle(o) }
 
 // MinPublishInterval is the least time between a publication and an interim one (Cycle.Publish), less a tenth of
-// slack for a ticker's jitter. Commits come at most once per resolution (at least a second) and interim
-// publications at most once per 0.9 MinPublishInterval, so generations grow by about two a second at most, far
-// slower than the epoch's milliseconds: they keep growing across restarts (see Storage.epoch). Each publication builds a snapshot (about 7 ms and 3.5 MB at 1,000 nodes x 60
-// containers, BenchmarkStoreCycle/publish), so this also bounds that cost to a few builds per cycle.
+// slack for a ticker's jitter. It is storage's own invariant, not the cadence (pkg/collect owns that, and asks for
+// interim publications every PublishEvery, at least this): whatever a caller asks, commits come at most once per
+// resolution (at least a second) and interim publications at most once per 0.9 MinPublishInterval, so generations
+// grow by about two a second at most, far slower than the epoch's milliseconds: they keep growing across restarts
+// (see Storage.epoch). Each publication builds a snapshot (BenchmarkStoreCycle/publish; BENCHMARKS.md, "Figures
+// behind the comments"), so this also bounds that cost to a few builds per cycle.
 const MinPublishInterval = time.Second
 
 // publishInterim publishes what the cycle in progress has appended (Cycle.Publish).

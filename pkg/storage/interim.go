@@ -2,10 +2,10 @@ package storage
 
 import "maps"
 
-// An interim publication (Cycle.Publish) changes only what landed since the previous publication: about a fifth of
-// the nodes when a 5 s cycle publishes every second. Building the whole snapshot each time read every series' ring,
-// one cache miss each: at 10,000 nodes a build took about 130 ms, with storage's lock held, five times a cycle (a
-// fifth of the process' CPU). So storage notes what each batch and informer event touched (dirty), and an interim
+// An interim publication (Cycle.Publish) changes only what landed since the previous publication: a fraction of the
+// nodes. Building the whole snapshot each time read every series' ring, one cache miss each, with storage's lock
+// held, several times a cycle: a large part of the process' CPU in a large cluster (BENCHMARKS.md, "Figures behind
+// the comments"). So storage notes what each batch and informer event touched (dirty), and an interim
 // build copies the published view's flat slices and recomputes only that. A commit still builds in full, after
 // pruning, which also compacts the runs that interim builds moved.
 

@@ -5,8 +5,8 @@ import "math/bits"
 // A view's pod entries are layers. A commit builds a full layer: every slot's entry, and every servable
 // container's name and usage. An interim publication builds a patch over the published view's layers: the entries
 // of the pods that changed since it, nothing else. Copying the whole snapshot instead made each interim publication
-// cost a full one (about 25 MB at 10,000 nodes x 30 pods, every second), and the newest retained snapshots as many
-// copies; a patch costs what landed since the previous publication plus a bit a pod. Reads walk the patches down to
+// cost a full one, every second (BENCHMARKS.md, "Figures behind the comments"), and the newest retained snapshots
+// as many copies; a patch costs what landed since the previous publication plus a bit a pod. Reads walk the patches down to
 // the full layer, so their number is bounded (maxPatches): past it, an interim publication builds in full.
 
 // maxPatches bounds the patches a read may walk before it reaches a full layer. At one publication a second and the

@@ -8,7 +8,7 @@ import (
 // point is one stored sample: what a CPU rate needs. Times are Unix nanoseconds so a ring is one flat allocation
 // with no pointers for the garbage collector to scan. Memory and swap are served at the newest sample only, so they
 // are kept once per series (series.mem, series.swap), not in every point: 16 bytes a sample instead of 24, a third
-// of the rings (78 MB at 10,000 nodes).
+// of the rings (BENCHMARKS.md, "Figures behind the comments").
 type point struct {
 	ts  int64
 	cpu float64 // core-seconds (cumulative) or cores (rate)

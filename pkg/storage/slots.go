@@ -4,9 +4,10 @@ import "maps"
 
 // slots numbers the pods of storage so that a view can keep its pod entries in one pointer-free slice, indexed by
 // slot: per view that is 32 bytes a pod and nothing for the garbage collector to scan, where a map of entries cost
-// about 300 bytes a pod and was scanned at every collection. The index from pod to slot is storage's only map of its
-// pods, and every view published while the set of pods does not change shares it, which in a steady cluster is
-// most of them: a change after a publication copies it first (own). A map of pods beside it cost 29 MB at 300,000.
+// many times that and was scanned at every collection. The index from pod to slot is storage's only map of its
+// pods, since a second one costs memory for every pod, and every view published while the set of pods does not
+// change shares it, which in a steady cluster is most of them: a change after a publication copies it first (own).
+// BENCHMARKS.md, "Figures behind the comments", has what each cost.
 type slots struct {
 	pods []*pod  // by slot; nil when free
 	free []int32 // free slots, reused before the slice grows

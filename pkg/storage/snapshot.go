@@ -11,7 +11,7 @@ import (
 // is kept exactly while a reader holds a Handle on it (a page-through's lease, a watch feed), however many
 // publications come meanwhile; once released, the next publication lets it go (At no longer finds it: 410 Gone,
 // or a continue token continues from the newest commit). Holding by use instead of keeping every commit: a full
-// snapshot is tens of megabytes at 10,000 nodes, and pagers are rare.
+// snapshot is large in a large cluster (BENCHMARKS.md, "Figures behind the comments"), and pagers are rare.
 const RetainedViews = 4
 
 // dropped is a view's holds once retain let it go: it can no longer be held.

@@ -83,6 +83,7 @@ type pod struct {
 // happened, for pruning.
 type batchMark struct{ ts, seen int64 }
 
+// container is the series of one of a pod's containers, by name.
 type container struct {
 	name string
 	*series

@@ -104,8 +104,8 @@ type runs struct {
 	usages []Usage
 	// While a full layer is built, names is a prefix of shared, the previous full layer's names, for as long as
 	// the names added equal them (in a steady cluster, to the end), and a slice of its own from the first that
-	// differs (owned): so a build neither copies nor keeps a scratch of 600,000 names at 10,000 nodes to find that
-	// they did not change. shared is nil once built.
+	// differs (owned): so a build neither copies nor keeps a scratch of every container's name to find that they
+	// did not change. shared is nil once built.
 	shared []string
 	owned  bool
 }

@@ -225,7 +225,7 @@ func TestKillAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, "kubectl top nodes after the restart", settle, func(ctx context.Context) error {
-		return topNodesMatchTruth(ctx, alloc)
+		return env.cp.TopNodesMatchTruth(ctx, env.sim.Truth().Nodes, alloc)
 	})
 }
 
@@ -241,7 +241,7 @@ func TestAPIServerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, "kubectl top nodes after the kube-apiserver restart", settle, func(ctx context.Context) error {
-		return topNodesMatchTruth(ctx, alloc)
+		return env.cp.TopNodesMatchTruth(ctx, env.sim.Truth().Nodes, alloc)
 	})
 	if _, err := env.metrics.MetricsV1beta1().NodeMetricses().Get(ctx, "no-such-node", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("GET of a node that does not exist: %v, want 404 NotFound", err)

@@ -52,7 +52,8 @@ func truthOf(ns, name string) func(*corev1.ResourceList, string) error {
 		if !ok {
 			return fmt.Errorf("container %s is not the pod's", container)
 		}
-		return framework.CheckUsage(container, *u, want)
+		return framework.CheckUsage(container, *u, framework.UsageList(want),
+			framework.Tolerance{CPUPercent: framework.KubeletCPUPercent})
 	}
 }
 

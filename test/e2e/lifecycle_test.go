@@ -44,7 +44,7 @@ func TestNodeDeleted(t *testing.T) {
 		}
 		alloc := nodeAllocatable(t)
 		framework.Eventually(t, "every node back in kubectl top", settle, func(ctx context.Context) error {
-			return topNodesMatchTruth(ctx, alloc)
+			return env.cp.TopNodesMatchTruth(ctx, env.sim.Truth().Nodes, alloc)
 		})
 	})
 	framework.Eventually(t, "the deleted node's metrics and series to go", settle, func(ctx context.Context) error {

@@ -69,7 +69,7 @@ func TestKubectlTopNodes(t *testing.T) {
 	for _, f := range topFlags {
 		t.Run(f.name, func(t *testing.T) {
 			framework.Eventually(t, "kubectl top nodes "+f.name+" to print the truth", settle, func(ctx context.Context) error {
-				return topNodesMatchTruth(ctx, alloc, f.args...)
+				return env.cp.TopNodesMatchTruth(ctx, env.sim.Truth().Nodes, alloc, f.args...)
 			})
 		})
 	}
@@ -94,44 +94,6 @@ func topReadsV1(ctx context.Context, resource string, args ...string) error {
 	if !strings.Contains(out, "/apis/metrics.k8s.io/v1/"+resource) || strings.Contains(out, "/apis/metrics.k8s.io/v1beta1/") {
 		return fmt.Errorf("kubectl %s read %d metrics.k8s.io URLs, want /apis/metrics.k8s.io/v1/%s and no v1beta1:\n%s",
 			strings.Join(args, " "), len(urls), resource, strings.Join(urls, "\n"))
-	}
-	return nil
-}
-
-// topNodesMatchTruth runs kubectl top nodes and compares every row with the truth as kubectl prints it. With
-// --show-swap, the swap percentage is of the Node's status.nodeInfo.swap.capacity, which kubectl reads itself.
-func topNodesMatchTruth(ctx context.Context, alloc map[string]corev1.ResourceList, flags ...string) error {
-	truth := env.sim.Truth()
-	out, err := env.cp.Kubectl(ctx, "", append([]string{"top", "nodes"}, flags...)...)
-	if err != nil {
-		return err
-	}
-	header, rows, err := framework.Table(out, 1)
-	if err != nil {
-		return err
-	}
-	columns := []string{"NAME", "CPU(cores)", "CPU(%)", "MEMORY(bytes)", "MEMORY(%)"}
-	showSwap := len(flags) > 0
-	if showSwap {
-		columns = append(columns, "SWAP(bytes)", "SWAP(%)")
-	}
-	if err := checkHeader(header, columns...); err != nil {
-		return err
-	}
-	want := map[string][]string{}
-	for name, u := range truth.Nodes {
-		cpu, mem := framework.CPUQuantity(u.CPUNanoCores), framework.MemQuantity(u.MemoryBytes)
-		want[name] = []string{
-			framework.KubectlCPU(cpu), framework.KubectlPercent(cpu, alloc[name][corev1.ResourceCPU]),
-			framework.KubectlMem(mem), framework.KubectlPercent(mem, alloc[name][corev1.ResourceMemory]),
-		}
-		if showSwap {
-			swap := framework.MemQuantity(u.SwapBytes)
-			want[name] = append(want[name], framework.KubectlMem(swap), framework.KubectlPercent(swap, framework.MemQuantity(kubeletsim.NodeSwapBytes)))
-		}
-	}
-	if d := framework.DiffRows(want, rows); d != "" {
-		return errors.New(d)
 	}
 	return nil
 }

@@ -16,17 +16,9 @@ import (
 	"github.com/metrics-ring/metrics-ring/test/kubeletsim"
 )
 
-// checkUsage is framework.CheckUsage (CPU within 1 %, memory exact) and swap exact too: every simulated kubelet
-// reports swap, so usage.swap must be there, 0 included.
-func checkUsage(what string, got corev1.ResourceList, want kubeletsim.Usage) error {
-	if err := framework.CheckUsage(what, got, want); err != nil {
-		return err
-	}
-	if swap, ok := got["swap"]; !ok || swap.Value() != int64(want.SwapBytes) {
-		return fmt.Errorf("%s: swap %s (present %v), want %d", what, swap.String(), ok, want.SwapBytes)
-	}
-	return nil
-}
+// exact is how closely values must match the truth: CPU within framework.KubeletCPUPercent, memory exact, and swap
+// exact too: every simulated kubelet reports swap, so usage.swap must be there, 0 included.
+var exact = framework.Tolerance{CPUPercent: framework.KubeletCPUPercent, Swap: true}
 
 func checkPod(pm *metricsv1beta1.PodMetrics, want map[string]kubeletsim.Usage) error {
 	key := pm.Namespace + "/" + pm.Name
@@ -44,7 +36,7 @@ func checkPod(pm *metricsv1beta1.PodMetrics, want map[string]kubeletsim.Usage) e
 			errs = append(errs, fmt.Errorf("%s: unexpected container %s", key, c.Name))
 			continue
 		}
-		errs = append(errs, checkUsage(key+" "+c.Name, c.Usage, u))
+		errs = append(errs, framework.CheckUsage(key+" "+c.Name, c.Usage, framework.UsageList(u), exact))
 	}
 	if pm.Window.Duration <= 0 {
 		errs = append(errs, fmt.Errorf("%s: window %s", key, pm.Window.Duration))
@@ -75,7 +67,7 @@ func valuesEqualTruth(t *testing.T, version string) {
 		if err != nil {
 			return err
 		}
-		return framework.CheckNodes(nodes, truth.Nodes, checkUsage)
+		return framework.CheckNodes(nodes, truth.Nodes, exact)
 	})
 	framework.Eventually(t, "pod metrics to equal the truth", settle, func(ctx context.Context) error {
 		truth := env.sim.Truth()
@@ -131,6 +123,6 @@ func valuesEqualTruth(t *testing.T, version string) {
 			}
 			usage = nm.Usage
 		}
-		return checkUsage("node "+p.Node, usage, env.sim.Truth().Nodes[p.Node])
+		return framework.CheckUsage("node "+p.Node, usage, framework.UsageList(env.sim.Truth().Nodes[p.Node]), exact)
 	})
 }

@@ -98,7 +98,9 @@ func TestHelmTLSVerifiedByAggregator(t *testing.T) {
 	if err := env.api.WaitAvailable(ctx, b, 2*time.Minute); err != nil {
 		t.Fatalf("the aggregator did not accept the chart's certificate with the chart's caBundle: %v\n%s", err, b.Proc.Tail(20))
 	}
-	framework.Eventually(t, "kubectl top nodes through the chart's verified APIServices", settle, topNodesMatchTruth)
+	framework.Eventually(t, "kubectl top nodes through the chart's verified APIServices", settle, func(ctx context.Context) error {
+		return env.cp.TopNodesMatchTruth(ctx, env.sim.Truth().Nodes, nil)
+	})
 }
 
 // secretAndAPIServices decodes the Secret and the APIServices from a helm template stream.

@@ -7,18 +7,19 @@ import (
 	"sort"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"github.com/metrics-ring/metrics-ring/test/framework"
 )
 
+// kubelet is how closely the kubelet source's answers must match the truth here: swap is not checked.
+var kubelet = framework.Tolerance{CPUPercent: framework.KubeletCPUPercent}
+
 // completeAndTrue checks that nodes and pods hold every simulated node, pod and container, nothing else, each
 // with the truth's usage.
 func completeAndTrue(nodes *metricsv1beta1.NodeMetricsList, pods *metricsv1beta1.PodMetricsList) error {
 	truth := env.sim.Truth()
-	errs := []error{framework.CheckNodes(nodes.Items, truth.Nodes, framework.CheckUsage)}
+	errs := []error{framework.CheckNodes(nodes.Items, truth.Nodes, kubelet)}
 	seen := map[string]bool{}
 	for _, pm := range pods.Items {
 		key := pm.Namespace + "/" + pm.Name
@@ -37,7 +38,7 @@ func completeAndTrue(nodes *metricsv1beta1.NodeMetricsList, pods *metricsv1beta1
 				errs = append(errs, fmt.Errorf("pod %s: unexpected container %s", key, c.Name))
 				continue
 			}
-			errs = append(errs, framework.CheckUsage("pod "+key+" container "+c.Name, c.Usage, u))
+			errs = append(errs, framework.CheckUsage("pod "+key+" container "+c.Name, c.Usage, framework.UsageList(u), kubelet))
 		}
 	}
 	for key := range truth.Pods {
@@ -52,30 +53,10 @@ func completeAndTrue(nodes *metricsv1beta1.NodeMetricsList, pods *metricsv1beta1
 // and compares every row with the truth as kubectl prints it (CPU rounded to millicores, memory truncated to
 // MiB).
 func kubectlTopMatchesTruth(ctx context.Context) error {
-	if err := topNodesMatchTruth(ctx); err != nil {
+	if err := env.cp.TopNodesMatchTruth(ctx, env.sim.Truth().Nodes, nil); err != nil {
 		return err
 	}
 	return topPodsMatchTruth(ctx, "")
-}
-
-// topNodesMatchTruth checks kubectl top nodes as the admin (kubectl reads the Nodes' allocatable too).
-func topNodesMatchTruth(ctx context.Context) error {
-	nodes, err := env.cp.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return err
-	}
-	alloc := map[string]corev1.ResourceList{}
-	for _, n := range nodes.Items {
-		alloc[n.Name] = n.Status.Allocatable
-	}
-	wantNodes := map[string]string{}
-	for name, u := range env.sim.Truth().Nodes {
-		cpu, mem := framework.CPUQuantity(u.CPUNanoCores), framework.MemQuantity(u.MemoryBytes)
-		wantNodes[name] = strings.Join([]string{name,
-			framework.KubectlCPU(cpu), framework.KubectlPercent(cpu, alloc[name][corev1.ResourceCPU]),
-			framework.KubectlMem(mem), framework.KubectlPercent(mem, alloc[name][corev1.ResourceMemory])}, " ")
-	}
-	return topMatches(ctx, "", wantNodes, 1, "top", "nodes", "--no-headers")
 }
 
 // topPodsMatchTruth checks kubectl top pods -A with kubeconfig (the admin's when empty).

@@ -61,7 +61,8 @@ func TestCadvisorScrapeNotCountedTwice(t *testing.T) {
 			return fmt.Errorf("the Prometheus backend's windows are %s", describeWindows(s))
 		}
 		got := s.pods[p.Namespace+"/"+p.Name][c]
-		if err := checkUsage(fmt.Sprintf("%s/%s %s", p.Namespace, p.Name, c), got, int64(want.CPUNanoCores), int64(want.MemoryBytes)); err != nil {
+		if err := framework.CheckUsage(fmt.Sprintf("%s/%s %s", p.Namespace, p.Name, c), got, framework.UsageList(want),
+			framework.Tolerance{CPUPercent: cpuPct}); err != nil {
 			return err
 		}
 		return matchTruth(s, env.sim.Truth())

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"github.com/metrics-ring/metrics-ring/test/framework"
@@ -94,64 +93,27 @@ func direct(ctx context.Context, b *framework.Backend) (snapshot, error) {
 	return newSnapshot(nodes.Items, pods.Items), nil
 }
 
-func nanoCores(l corev1.ResourceList) int64 {
-	q := l[corev1.ResourceCPU]
-	return q.ScaledValue(resource.Nano)
-}
-
-func memBytes(l corev1.ResourceList) int64 {
-	q := l[corev1.ResourceMemory]
-	return q.Value()
-}
-
-// checkUsage compares one object's usage with a reference: CPU within cpuPct, memory exact (a gauge the
-// simulator holds constant, so every scrape and Prometheus' latest sample carry the same bytes).
-func checkUsage(what string, got corev1.ResourceList, wantCPU, wantMem int64) error {
-	var errs []error
-	if g := nanoCores(got); !framework.WithinPercent(float64(g), float64(wantCPU), cpuPct) {
-		errs = append(errs, fmt.Errorf("%s: CPU %dn, want %dn ±%d%%", what, g, wantCPU, cpuPct))
-	}
-	if g := memBytes(got); g != wantMem {
-		errs = append(errs, fmt.Errorf("%s: memory %d, want %d", what, g, wantMem))
-	}
-	return errors.Join(errs...)
-}
-
-// checkSwap compares usage.swap exactly: present with the same bytes, or absent in both.
-func checkSwap(what string, got, want corev1.ResourceList) error {
-	g, gok := got["swap"]
-	w, wok := want["swap"]
-	if gok != wok || g.Cmp(w) != 0 {
-		return fmt.Errorf("%s: swap %s (present %v), want %s (present %v)", what, g.String(), gok, w.String(), wok)
-	}
-	return nil
-}
+// tolerance is how closely a backend's answer must match the truth or another backend's: CPU within cpuPct,
+// memory exact (a gauge the simulator holds constant, so every scrape and Prometheus' latest sample carry the same
+// bytes), and the same swap, present in both or absent in both.
+var tolerance = framework.Tolerance{CPUPercent: cpuPct, Swap: true}
 
 // matchTruth checks that s holds exactly the simulator's nodes, pods and containers with their usage.
 func matchTruth(s snapshot, truth kubeletsim.Truth) error {
 	want := snapshot{nodes: map[string]corev1.ResourceList{}, pods: map[string]map[string]corev1.ResourceList{}}
 	for name, u := range truth.Nodes {
-		want.nodes[name] = usageList(u)
+		want.nodes[name] = framework.UsageList(u)
 	}
 	for key, cs := range truth.Pods {
 		want.pods[key] = map[string]corev1.ResourceList{}
 		for c, u := range cs {
-			want.pods[key][c] = usageList(u)
+			want.pods[key][c] = framework.UsageList(u)
 		}
 	}
 	return match(s, want)
 }
 
-func usageList(u kubeletsim.Usage) corev1.ResourceList {
-	return corev1.ResourceList{
-		corev1.ResourceCPU:    *resource.NewScaledQuantity(int64(u.CPUNanoCores), resource.Nano),
-		corev1.ResourceMemory: *resource.NewQuantity(int64(u.MemoryBytes), resource.BinarySI),
-		"swap":                *resource.NewQuantity(int64(u.SwapBytes), resource.BinarySI),
-	}
-}
-
-// match checks that got has exactly want's objects and containers, each within checkUsage's tolerance, and the
-// same swap.
+// match checks that got has exactly want's objects and containers, each within tolerance.
 func match(got, want snapshot) error {
 	var errs []error
 	for name, w := range want.nodes {
@@ -160,7 +122,7 @@ func match(got, want snapshot) error {
 			errs = append(errs, fmt.Errorf("node %s missing", name))
 			continue
 		}
-		errs = append(errs, checkUsage("node "+name, g, nanoCores(w), memBytes(w)), checkSwap("node "+name, g, w))
+		errs = append(errs, framework.CheckUsage("node "+name, g, w, tolerance))
 	}
 	for name := range got.nodes {
 		if _, ok := want.nodes[name]; !ok {
@@ -182,8 +144,7 @@ func match(got, want snapshot) error {
 				errs = append(errs, fmt.Errorf("pod %s: container %s missing", key, c))
 				continue
 			}
-			errs = append(errs, checkUsage("pod "+key+" "+c, g, nanoCores(w), memBytes(w)),
-				checkSwap("pod "+key+" "+c, g, w))
+			errs = append(errs, framework.CheckUsage("pod "+key+" "+c, g, w, tolerance))
 		}
 	}
 	for key := range got.pods {

@@ -1,0 +1,108 @@
+package scraper
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/klauspost/compress/gzip"
+)
+
+// buffers are the response buffers and gzip readers the Scraper's workers read kubelet bodies into, and what decides
+// how many, and how large, are kept between scrapes. A worker borrows one (lend) once its response has come, not
+// while it waits for the kubelet, and gives it back (giveBack) as soon as the body is parsed: the batch holds the
+// parser's interned names, never bytes of the body. Workers wait for the kubelet most of a scrape, and a large
+// cluster's cycle runs up to maxWorkers of them at once (pace.go): when each kept its own, their buffers were held
+// between cycles and all touched in every cycle. So what is kept follows the scrapes that read a body at the same
+// time: the most that were out at once in the previous cycle (at least floor). A fixed cap of floor made every scrape
+// beyond the floor at once allocate both anew, a large part of the process' CPU in garbage collection (BENCHMARKS.md,
+// "Figures behind the comments").
+type buffers struct {
+	mu    sync.Mutex
+	floor int
+	max   int // spares kept: max(floor, the previous cycle's peak)
+	free  []scratch
+	// out counts what workers borrowed (from the spares or new) and have not given back; peak is its most since
+	// the previous endCycle.
+	out, peak int
+	// retain is the largest buffer kept (retainFor the previous cycle's mean body).
+	retain int
+	// Bodies parsed this cycle and their bytes, for the next cycle's retain.
+	bodies, bodyBytes atomic.Int64
+}
+
+type scratch struct {
+	buf []byte
+	gz  *gzip.Reader
+}
+
+// newBuffers keeps at least floor spares (--kubelet-concurrency).
+func newBuffers(floor int) *buffers {
+	return &buffers{floor: floor, max: floor, retain: retainFor(0)}
+}
+
+// lend returns a spare buffer and gzip reader, or nothing (the caller allocates on demand); either way the caller
+// has borrowed one, which giveBack takes back.
+func (b *buffers) lend() ([]byte, *gzip.Reader) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.out++
+	b.peak = max(b.peak, b.out)
+	n := len(b.free)
+	if n == 0 {
+		return nil, nil
+	}
+	sc := b.free[n-1]
+	b.free[n-1] = scratch{}
+	b.free = b.free[:n-1]
+	return sc.buf[:0], sc.gz
+}
+
+// giveBack takes back what lend lent (buf may have grown, or be nil), keeping at most max spares. A buffer grown
+// beyond the retain limit is dropped, and giveBack says so: the worker's batch, whose slices grew with that
+// response, goes too once stored.
+func (b *buffers) giveBack(buf []byte, gz *gzip.Reader) (oversized bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if cap(buf) > b.retain {
+		buf, oversized = nil, true
+	}
+	b.out--
+	if len(b.free) < b.max && (cap(buf) > 0 || gz != nil) {
+		b.free = append(b.free, scratch{buf: buf, gz: gz})
+	}
+	return oversized
+}
+
+// parsed counts a body of n bytes read and parsed this cycle, for the next cycle's retain limit.
+func (b *buffers) parsed(n int) {
+	b.bodies.Add(1)
+	b.bodyBytes.Add(int64(n))
+}
+
+// endCycle sets the retain limit by this cycle's mean body, and sizes the spares for the next cycle by this one's
+// peak, dropping any beyond it.
+func (b *buffers) endCycle() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n := b.bodies.Swap(0); n > 0 {
+		b.retain = retainFor(b.bodyBytes.Swap(0) / n)
+	}
+	b.max = max(b.floor, b.peak)
+	b.peak = b.out
+	if len(b.free) > b.max {
+		clear(b.free[b.max:])
+		b.free = b.free[:b.max]
+	}
+}
+
+// retainMin is the largest response buffer kept whatever the recent sizes: a 110-pod node's response grows one to
+// 256 KiB.
+const retainMin = 256 << 10
+
+// retainFor is the largest buffer kept after a scrape, given the previous cycle's mean response: eight times it, so
+// that buffers sized for the cluster's common nodes (a mix of 30- and 250-pod nodes included) stay and a scrape
+// allocates nothing, while one grown for an outlier (up to the response cap) is given back after that scrape. What
+// is kept is then bounded by a few times a cycle's bytes, not by workers x the cap.
+func retainFor(meanBody int64) int {
+	return max(retainMin, int(8*min(meanBody, 1<<37)))
+}
