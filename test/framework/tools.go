@@ -3,6 +3,8 @@ package framework
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -136,7 +138,9 @@ func BuildMetricsRing(cacheDir string, out io.Writer) (string, error) {
 		return "", err
 	}
 	defer unlock()
-	mr := filepath.Join(cacheDir, runtime.GOOS+"_"+runtime.GOARCH, "metrics-ring", "metrics-ring")
+	// One binary per checkout: test runs of two worktrees at once must each run their own code.
+	checkout := sha256.Sum256([]byte(filepath.Dir(modDir)))
+	mr := filepath.Join(cacheDir, runtime.GOOS+"_"+runtime.GOARCH, "metrics-ring", hex.EncodeToString(checkout[:6]), "metrics-ring")
 	fmt.Fprintf(out, "building metrics-ring from %s...\n", filepath.Dir(modDir))
 	if err := goBuild(filepath.Dir(modDir), mr, "./cmd/metrics-ring", nil, out); err != nil {
 		return "", err
