@@ -16,13 +16,15 @@
 //
 // A request's path, file by file: server.go installs the storage for both versions (scheme.go registers the types);
 // rest.go loads one storage snapshot and takes from it both the 503 decision (storage's Unavailable) and the
-// data, after selectors.go has parsed the selection; build.go (bounded by buildlimit.go and buildwait.go, what it keeps by keep.go's
-// budget in bytes, estimated by keepsize.go) joins the informers' objects (kind.go) with that snapshot through the per-kind part in node.go
-// or pod.go (pods through podindex.go's label index), sorted; paginate.go cuts pages from it; an answer nothing
-// keeps takes room in answers.go's budget until answerwrite.go's handler filter sees its response written;
-// encodings.go and table.go encode it once per format
-// (quantity.go writes CPU, memory and swap); watch.go starts a watch, watchfeed.go follows successive snapshots
-// for a selection's watchers, watchdiff.go turns two builds into events, watchitem.go is what they carry, watcher.go
-// sends them, watchhub.go bounds watches; removals.go keeps a build made before a deletion from later requests and
-// watches. health.go serves /readyz and /livez, monitoring.go the API's self-metrics.
+// data, after selectors.go has parsed the selection; buildcache.go finds or makes the selection's build (bounded by
+// buildlimit.go and buildwait.go, what it keeps by keep.go's budget in bytes, estimated by keepsize.go); build.go
+// joins the informers' objects (kind.go) with that snapshot through the per-kind part in node.go or pod.go (pods
+// through podindex.go's label index), sorted. Each part a build's readers share (shared.go) owns its lock and lets
+// go of itself: fulllist.go the list of every entry, paginate.go the pages it cuts from the entries. An answer
+// nothing keeps takes room in answers.go's budget until answerwrite.go's handler filter sees its response written;
+// encodings.go and table.go encode it once per format (quantity.go writes CPU, memory and swap); watch.go starts a
+// watch, watchfeed.go follows successive snapshots for a selection's watchers, watchdiff.go turns two builds into
+// events, watchitem.go is what they carry (and a build's events), watcher.go sends them, watchhub.go bounds
+// watches; removals.go keeps a build made before a deletion from later requests and watches. health.go serves
+// /readyz and /livez, monitoring.go the API's self-metrics.
 package api

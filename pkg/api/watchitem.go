@@ -118,20 +118,40 @@ func (b *build[P]) batchItems(acct *batchAccount) func(int) *watchItem[P] {
 	}
 }
 
+// buildEvents are a build's entries as watch events carry them, made for the first watch that needs them and kept,
+// charged to the build, when the keeper has room; like the full list, let go of (drop) once a newer collection lands
+// (feeds and queued batches keep what they still send).
+type buildEvents[P any] struct {
+	mu    sync.Mutex
+	items []*watchItem[P]
+	added *batch  // ADDED for every entry: the initial events of a watch starting here; nil until kept
+	kept  *shared // what they are charged
+}
+
+// drop lets go of the events: watches that still have them encode them uncharged.
+func (e *buildEvents[P]) drop() {
+	e.mu.Lock()
+	if e.kept != nil {
+		e.kept.letGo()
+	}
+	e.items, e.added, e.kept = nil, nil, nil
+	e.mu.Unlock()
+}
+
 // watchItems returns the entries as watch events carry them, and the ADDED batch of a watch starting here: kept in
-// b, charged to it, when the keeper has room, else made for this caller alone.
+// b.events, charged to b, when b is kept and the keeper has room, else made for this caller alone.
 func (b *build[P]) watchItems() ([]*watchItem[P], *batch) {
-	b.eventsMu.Lock()
-	defer b.eventsMu.Unlock()
-	if b.events != nil {
-		return b.events.items, b.events.added
+	e := &b.events
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.added != nil {
+		return e.items, e.added
 	}
 	kp := b.res.builds.keeper
 	n := eventBytes(len(b.entries))
-	keep := b.shared && kp.admit(&b.keep, n)
 	var charge func(int)
 	var kept *shared
-	if keep {
+	if b.shared && kp.admit(&b.keep, n) {
 		kept = &shared{bytes: n}
 		charge = func(n int) { kept.charge(kp, &b.keep, int64(n)) }
 	}
@@ -142,9 +162,9 @@ func (b *build[P]) watchItems() ([]*watchItem[P], *batch) {
 		items[i].enc.charge = charge
 		events[i] = watch.Event{Type: watch.Added, Object: items[i]}
 	}
-	ev := &buildEvents[P]{items: items, added: &batch{rv: b.rv, events: events}, kept: kept}
-	if keep {
-		b.events = ev
+	added := &batch{rv: b.rv, events: events}
+	if kept != nil {
+		e.items, e.added, e.kept = items, added, kept
 	}
-	return ev.items, ev.added
+	return items, added
 }
