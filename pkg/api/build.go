@@ -35,9 +35,9 @@ func (s scope) key() string {
 }
 
 // build is one selection of one snapshot: its sorted entries, and what its readers share made from them, each part
-// with its own lock and each letting go of itself when the build sheds it: the full list (fulllist.go), the pages
-// (paginate.go) and the watch events (watchitem.go). The cache of builds is buildcache.go. entries is set before
-// done is closed and never changes after.
+// with its own lock, each letting go of itself (letGo) when the build sheds it: the full list (fulllist.go), the
+// pages (paginate.go) and the watch events (watchitem.go). The cache of builds is buildcache.go. entries is set
+// before done is closed and never changes after.
 type build[P any] struct {
 	res        *metricsREST[P]
 	key        string // the selection's, in its generation's builds
@@ -63,9 +63,9 @@ type build[P any] struct {
 // shed lets go of what the build shares beyond its entries: its full list, watch events and pages. Requests that
 // still have them encode them uncharged: the build's account no longer counts them (keeper.shrink, forget).
 func (b *build[P]) shed() {
-	b.full.drop()
-	b.events.drop()
-	b.pages.drop()
+	b.full.letGo()
+	b.events.letGo()
+	b.pages.letGo()
 }
 
 // fill makes b's entries: sel's objects at snap, in a slot of buildLimit.

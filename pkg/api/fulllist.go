@@ -8,15 +8,15 @@ import (
 )
 
 // fullList is a build's list of every entry, shared by the build's requests, built and encoded once, when the
-// keeper has room for it; let go of (drop) once a newer collection lands or the build is evicted.
+// keeper has room for it; let go of (letGo) once a newer collection lands or the build is evicted.
 type fullList struct {
 	mu   sync.Mutex
 	obj  runtime.Object // the shared list, once built
 	kept *shared        // what obj is charged
 }
 
-// drop lets go of the list: requests that still have it encode it uncharged.
-func (f *fullList) drop() {
+// letGo lets go of the list: requests that still have it encode it uncharged.
+func (f *fullList) letGo() {
 	f.mu.Lock()
 	if f.kept != nil {
 		f.kept.letGo()

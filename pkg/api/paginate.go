@@ -199,17 +199,18 @@ func (s *metricsREST[P]) cut(b *build[P], start, end int) (runtime.Object, error
 const maxSharedPageItems = 4096
 
 // pageCache is the pages of a build kept for clients paging through it together: the newest, up to
-// maxSharedPageItems items. Let go of (drop) once a newer collection lands or the build is evicted, it keeps no more.
+// maxSharedPageItems items. Once let go of (letGo: a newer collection landed, or the build was evicted), it keeps no
+// more.
 type pageCache struct {
 	mu      sync.Mutex
 	byRange map[[2]int]*shared // by [start, end) of the build's entries
 	order   [][2]int           // pages, oldest first
 	items   int                // in the pages
-	old     bool               // dropped: pages are no longer kept
+	old     bool               // let go of: pages are no longer kept
 }
 
-// drop lets go of the pages: requests that still have them encode them uncharged.
-func (c *pageCache) drop() {
+// letGo lets go of the pages: requests that still have them encode them uncharged.
+func (c *pageCache) letGo() {
 	c.mu.Lock()
 	for _, p := range c.byRange {
 		p.letGo()
@@ -220,7 +221,7 @@ func (c *pageCache) drop() {
 
 // get returns the page of entries [start, end), made by makePage for the first request that asks: makePage gets
 // the page it makes, or nil when the page is not kept (the keeper had no room for its size, charged to k, or the
-// pages were dropped). Older pages are let go of, refunded to k, to keep the newest within maxSharedPageItems.
+// pages were let go of). Older pages are let go of, refunded to k, to keep the newest within maxSharedPageItems.
 func (c *pageCache) get(kp *keeper, k *kept, start, end int, size func() int64, makePage func(*shared) (runtime.Object, error)) (runtime.Object, error) {
 	key := [2]int{start, end}
 	c.mu.Lock()
