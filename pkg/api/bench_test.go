@@ -151,7 +151,7 @@ func BenchmarkWatchersAndPages(b *testing.B) { watchersAndPages(b, 1) }
 
 // BenchmarkWatchersAndPagesInterim is BenchmarkWatchersAndPages with each collection landing in 5 parts, published
 // as they land (storage.Cycle.Publish, as a cycle longer than a second does): the same events per collection, in 5
-// batches from 5 builds of the watched selection instead of one.
+// deliveries from 5 builds of the watched selection instead of one.
 func BenchmarkWatchersAndPagesInterim(b *testing.B) { watchersAndPages(b, 5) }
 
 func watchersAndPages(b *testing.B, parts int) {

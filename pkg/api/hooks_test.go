@@ -73,11 +73,11 @@ func (c *buildCache[P]) fullLists() int {
 	c.mu.Unlock()
 	n := 0
 	for _, b := range bs {
-		b.fullMu.Lock()
-		if b.full != nil {
+		b.full.mu.Lock()
+		if b.full.obj != nil {
 			n++
 		}
-		b.fullMu.Unlock()
+		b.full.mu.Unlock()
 	}
 	return n
 }

@@ -10,7 +10,7 @@ import (
 const DefaultReaderCacheBytes = 64 << 20
 
 // keeper bounds what readers keep between requests (builds: their entries, shared lists and pages, watch events
-// and every encoding of them; watch feeds: the batches queued to their watchers and the build they lead from) by
+// and every encoding of them; watch feeds: the deliveries queued to their watchers and the build they lead from) by
 // bytes, not by count (DESIGN.md section 3, "Readers' cost"), and shares the budget fairly between users. Each
 // thing kept has holders, the users whose requests use it, and its bytes are split evenly between them: a user
 // reading what another made pays its part. A user at or above its share (the budget split evenly between the
@@ -198,7 +198,7 @@ func (kp *keeper) shrink(k *kept, n int64) {
 	}
 }
 
-// refund takes n bytes off what k is charged: a share it let go of (a page, a watch batch sent).
+// refund takes n bytes off what k is charged: a share it let go of (a page, a watch delivery sent).
 func (kp *keeper) refund(k *kept, n int64) {
 	kp.mu.Lock()
 	defer kp.mu.Unlock()

@@ -36,24 +36,24 @@ func TestWatchNotItsUsersFirstVictim(t *testing.T) {
 }
 
 // TestCutWatcherQueuesNothing: a watch ended with 410 Gone to make room (its client not reading yet) takes none
-// of the batches its feed publishes after: they are not charged while it waits. Before, it queued batches for up
+// of the deliveries its feed publishes after: they are not charged while it waits. Before, it queued deliveries for up
 // to four collections, charged to the feed's other users.
 func TestCutWatcherQueuesNothing(t *testing.T) {
 	kp := newKeeper(1 << 20)
 	feed := &kept{user: "other", live: true, drop: func(string, bool) {}}
 	kp.hold(feed, "other")
 	w := &watcher[storage.PodPoint]{user: "u", version: "v1", wake: make(chan struct{}, 1), abort: make(chan struct{})}
-	w.push(&batch{drop: true, end: statusOf(apierrors.NewResourceExpired("list again"))})
+	w.push(&delivery{drop: true, end: statusOf(apierrors.NewResourceExpired("list again"))})
 	for cycle := range 3 {
 		if !kp.admit(feed, 1000) {
-			t.Fatal("a batch was not admitted")
+			t.Fatal("a delivery was not admitted")
 		}
-		bt := &batch{cycle: uint64(cycle), acct: &batchAccount{kp: kp, k: feed, refs: 1}}
-		bt.acct.add(1000)
-		w.push(bt)
-		bt.release() // the feed's own reference
+		dv := &delivery{cycle: uint64(cycle), acct: &deliveryAccount{kp: kp, k: feed, refs: 1}}
+		dv.acct.add(1000)
+		w.push(dv)
+		dv.release() // the feed's own reference
 	}
 	if total, _ := kp.usage(""); total != 0 {
-		t.Errorf("%d bytes of batches charged after a cut watcher was queued them, want 0", total)
+		t.Errorf("%d bytes of deliveries charged after a cut watcher was queued them, want 0", total)
 	}
 }

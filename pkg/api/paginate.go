@@ -135,7 +135,7 @@ const smallPage = 500
 
 // page answers the page of b after the key `after`, at most limit long (0: no limit), from b's sorted entries: only
 // the page's own items are built, so paging through N objects costs about one list, not N/limit lists. Clients
-// paging through one collection together share each page, built and encoded once (see build.sharedPage).
+// paging through one collection together share each page, built and encoded once (pageCache).
 func (s *metricsREST[P]) page(ctx context.Context, b *build[P], after string, limit int64) (runtime.Object, error) {
 	start := 0
 	if after != "" {
@@ -158,7 +158,8 @@ func (s *metricsREST[P]) page(ctx context.Context, b *build[P], after string, li
 	case end == start || !b.shared: // an empty page is the handler's to fill in; a build not kept
 		return s.alone(ctx, b.entries[start:end], false, cut)
 	}
-	return b.sharedPage(start, end, func(p *shared) (runtime.Object, error) {
+	size := func() int64 { return listBytes(b.entries[start:end]) }
+	return b.pages.get(s.builds.keeper, &b.keep, start, end, size, func(p *shared) (runtime.Object, error) {
 		if p == nil { // not kept: the request's alone
 			return s.alone(ctx, b.entries[start:end], false, cut)
 		}
@@ -193,64 +194,60 @@ func (s *metricsREST[P]) cut(b *build[P], start, end int) (runtime.Object, error
 	return list, nil
 }
 
-// shared is one object shared between requests, made by the first.
-type shared struct {
-	once sync.Once
-	obj  runtime.Object
-	err  error
+// maxSharedPageItems bounds the items of the pages of a build kept for clients paging through it together (the
+// newest pages): clients paging in step share every page.
+const maxSharedPageItems = 4096
 
-	mu    sync.Mutex
-	bytes int64 // charged to its build: the estimate, then its encodings
-	gone  bool  // let go of by its build: encodings made later, by requests that still have it, are theirs
+// pageCache is the pages of a build kept for clients paging through it together: the newest, up to
+// maxSharedPageItems items. Once let go of (letGo: a newer collection landed, or the build was evicted), it keeps no
+// more.
+type pageCache struct {
+	mu      sync.Mutex
+	byRange map[[2]int]*shared // by [start, end) of the build's entries
+	order   [][2]int           // pages, oldest first
+	items   int                // in the pages
+	old     bool               // let go of: pages are no longer kept
 }
 
-// charge charges an encoding of n bytes to the build's account k, unless the build let go of the object.
-func (p *shared) charge(kp *keeper, k *kept, n int64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.gone {
-		p.bytes += n
-		kp.charge(k, n)
+// letGo lets go of the pages: requests that still have them encode them uncharged.
+func (c *pageCache) letGo() {
+	c.mu.Lock()
+	for _, p := range c.byRange {
+		p.letGo()
 	}
+	c.byRange, c.order, c.items, c.old = nil, nil, 0, true
+	c.mu.Unlock()
 }
 
-// letGo marks p let go of and returns the bytes it was charged, for a refund.
-func (p *shared) letGo() int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.gone = true
-	return p.bytes
-}
-
-// sharedPage returns the page of entries [start, end), made by make for the first request that asks: make gets the
-// page it makes, or nil when the page is not kept (the keeper had no room, or the build is no longer kept).
-func (b *build[P]) sharedPage(start, end int, make func(*shared) (runtime.Object, error)) (runtime.Object, error) {
+// get returns the page of entries [start, end), made by makePage for the first request that asks: makePage gets
+// the page it makes, or nil when the page is not kept (the keeper had no room for its size, charged to k, or the
+// pages were let go of). Older pages are let go of, refunded to k, to keep the newest within maxSharedPageItems.
+func (c *pageCache) get(kp *keeper, k *kept, start, end int, size func() int64, makePage func(*shared) (runtime.Object, error)) (runtime.Object, error) {
 	key := [2]int{start, end}
-	kp := b.res.builds.keeper
-	b.pagesMu.Lock()
-	p := b.pages[key]
-	if p == nil && !b.old {
-		if b.pages == nil {
-			b.pages = map[[2]int]*shared{}
+	c.mu.Lock()
+	p := c.byRange[key]
+	if p == nil && !c.old {
+		if c.byRange == nil {
+			c.byRange = map[[2]int]*shared{}
 		}
-		for b.pageItems+end-start > maxSharedPageItems && len(b.order) > 0 {
-			old := b.order[0]
-			kp.refund(&b.keep, b.pages[old].letGo())
-			delete(b.pages, old)
-			b.pageItems -= old[1] - old[0]
-			b.order = b.order[1:]
+		for c.items+end-start > maxSharedPageItems && len(c.order) > 0 {
+			old := c.order[0]
+			kp.refund(k, c.byRange[old].letGo())
+			delete(c.byRange, old)
+			c.items -= old[1] - old[0]
+			c.order = c.order[1:]
 		}
-		if n := listBytes(b.entries[start:end]); kp.admit(&b.keep, n) {
+		if n := size(); kp.admit(k, n) {
 			p = &shared{bytes: n}
-			b.pages[key] = p
-			b.order = append(b.order, key)
-			b.pageItems += end - start
+			c.byRange[key] = p
+			c.order = append(c.order, key)
+			c.items += end - start
 		}
 	}
-	b.pagesMu.Unlock()
+	c.mu.Unlock()
 	if p == nil {
-		return make(nil)
+		return makePage(nil)
 	}
-	p.once.Do(func() { p.obj, p.err = make(p) })
+	p.once.Do(func() { p.obj, p.err = makePage(p) })
 	return p.obj, p.err
 }

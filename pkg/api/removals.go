@@ -50,14 +50,14 @@ func (s *metricsREST[P]) current(b *build[P]) (*build[P], map[string]struct{}) {
 		removals: b.removals, done: closed}, gone
 }
 
-// told returns a batch of the feed as the watch is to send it: without the DELETED of an object withheld from it
+// told returns a delivery of the feed as the watch is to send it: without the DELETED of an object withheld from it
 // (see current), and with ADDED for one that comes back (a MODIFIED of an object its client does not know).
-func (w *watcher[P]) told(bt *batch) *batch {
-	if len(w.withheld) == 0 || bt.end != nil {
-		return bt
+func (w *watcher[P]) told(dv *delivery) *delivery {
+	if len(w.withheld) == 0 || dv.end != nil {
+		return dv
 	}
-	var events []watch.Event // nil while they are bt's
-	for i, ev := range bt.events {
+	var events []watch.Event // nil while they are dv's
+	for i, ev := range dv.events {
 		key := eventKey[P](ev)
 		if _, ok := w.withheld[key]; !ok {
 			if events != nil {
@@ -67,16 +67,16 @@ func (w *watcher[P]) told(bt *batch) *batch {
 		}
 		delete(w.withheld, key)
 		if events == nil {
-			events = append(make([]watch.Event, 0, len(bt.events)), bt.events[:i]...)
+			events = append(make([]watch.Event, 0, len(dv.events)), dv.events[:i]...)
 		}
 		if ev.Type != watch.Deleted {
 			events = append(events, watch.Event{Type: watch.Added, Object: ev.Object})
 		}
 	}
 	if events == nil {
-		return bt
+		return dv
 	}
-	return &batch{rv: bt.rv, gen: bt.gen, cycle: bt.cycle, events: events}
+	return &delivery{rv: dv.rv, gen: dv.gen, cycle: dv.cycle, events: events}
 }
 
 // eventKey is the key of the object of a watch event: a build's item, or an object known by key alone.

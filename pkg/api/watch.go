@@ -12,16 +12,16 @@ import (
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
-// maxWatchLag is how many collection cycles' batches a watcher may have queued before it is ended with 410 Gone and
+// maxWatchLag is how many collection cycles' deliveries a watcher may have queued before it is ended with 410 Gone and
 // its client lists again: a client that stopped reading gives its slot back within a minute at the default
 // resolution, and never blocks the others (what it has queued meanwhile is charged to its user, keeper). Lag
-// counts cycles, not batches: a cycle longer than a second publishes several (storage's Cycle.Publish), each with
+// counts cycles, not deliveries: a cycle longer than a second publishes several (storage's Cycle.Publish), each with
 // part of its events.
 const maxWatchLag = 4
 
-// maxQueuedBatches bounds a watcher's queue in batches too, whatever the cycles: 16 publications per cycle is a
+// maxQueuedDeliveries bounds a watcher's queue in deliveries too, whatever the cycles: 16 publications per cycle is a
 // cycle of 16 s or more.
-const maxQueuedBatches = 16 * maxWatchLag
+const maxQueuedDeliveries = 16 * maxWatchLag
 
 // resultBuffer lets the apiserver's watch handler write several events before it flushes.
 const resultBuffer = 128
@@ -91,11 +91,11 @@ func (s *metricsREST[P]) startWatch(ctx context.Context, opts *metainternalversi
 	switch {
 	case from == nil:
 		_, added := start.watchItems()
-		w.initial = &batch{rv: added.rv, events: added.events} // its own: charged to this watch's feed
+		w.initial = &delivery{rv: added.rv, events: added.events} // its own: charged to this watch's feed
 	case from.Generation() >= start.generation:
 		// The client is ahead of the feed, which has yet to take in the newest collection: nothing to send until
 		// the feed gets past where the client is.
-		w.initial, w.skipThrough = &batch{rv: s.rv(from), gen: from.Generation()}, from.Generation()
+		w.initial, w.skipThrough = &delivery{rv: s.rv(from), gen: from.Generation()}, from.Generation()
 	default:
 		prev, err := s.builds.get(ctx, from, which)
 		if err != nil {

@@ -12,7 +12,7 @@ import (
 )
 
 // TestWatchFeedsKeepWithinBudget: one user's many watches on distinct selectors that each match everything, left
-// unread, keep what their feeds hold (queued batches, the builds they lead to) within the readers' budget: the
+// unread, keep what their feeds hold (queued deliveries, the builds they lead to) within the readers' budget: the
 // user's own watches end with 410 Gone (the client lists again), another user's small watch goes on. Before feeds
 // were charged, 60 such watches of 2,000 pods over 3 collections grew the heap by about 100 MiB with a 4 MiB budget.
 func TestWatchFeedsKeepWithinBudget(t *testing.T) {

@@ -38,7 +38,7 @@ func (c *cluster) splitCycle(podCPU map[string]float64, published func(pods int)
 	cy.Commit(storage.Outcome{Success: true})
 }
 
-// TestSlowWatcherLagCountsCycles: a watcher's lag is counted in collection cycles, not in batches, so the interim
+// TestSlowWatcherLagCountsCycles: a watcher's lag is counted in collection cycles, not in deliveries, so the interim
 // publications of long cycles do not end a slow watcher sooner; it is ended once maxWatchLag cycles behind.
 func TestSlowWatcherLagCountsCycles(t *testing.T) {
 	c, cpu, slow, fast, before := slowAndFast(t)
@@ -46,7 +46,7 @@ func TestSlowWatcherLagCountsCycles(t *testing.T) {
 		for k := range cpu {
 			cpu[k] = 0.1 + float64(i%2)*0.1
 		}
-		// Two batches, each queued to slow as well once fast has its events.
+		// Two deliveries, each queued to slow as well once fast has its events.
 		c.splitCycle(cpu, func(pods int) { events(t, fast, pods) })
 		events(t, fast, len(cpu)-len(cpu)/2)
 	}
@@ -54,7 +54,7 @@ func TestSlowWatcherLagCountsCycles(t *testing.T) {
 		collect(i)
 	}
 	if after, _ := testutil.GetCounterMetricValue(watchesFellBehind.WithLabelValues("")); after != before {
-		t.Fatalf("the slow watcher was ended %d cycles behind (%d batches), want %d cycles", maxWatchLag-1,
+		t.Fatalf("the slow watcher was ended %d cycles behind (%d deliveries), want %d cycles", maxWatchLag-1,
 			2*(maxWatchLag-1), maxWatchLag)
 	}
 	collect(maxWatchLag)

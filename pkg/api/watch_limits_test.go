@@ -151,7 +151,7 @@ func TestSlowWatcherEnded(t *testing.T) {
 	c, cpu, slow, fast, before := slowAndFast(t)
 	for i := 0; i <= maxWatchLag; i++ {
 		c.cycle(nil, cpu)
-		events(t, fast, len(cpu)) // one batch per collection: the feed has queued it to slow as well
+		events(t, fast, len(cpu)) // one delivery per collection: the feed has queued it to slow as well
 	}
 	endedGone(t, slow, len(cpu), before)
 }

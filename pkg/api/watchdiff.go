@@ -9,12 +9,12 @@ import (
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
-// diff is the batch that turns prev into cur: ADDED for entries of cur not in prev (new, or entered the selection),
+// diff is the delivery that turns prev into cur: ADDED for entries of cur not in prev (new, or entered the selection),
 // MODIFIED for those whose values or labels changed, DELETED for those of prev not in cur (each a copy at cur's
 // resourceVersion), and DELETED by key alone for deleted: objects deleted since, that a resuming watch must still
 // be told of. Both entry lists are sorted, so this is one merge, with no map of either.
-func diff[P any](prev []entry[P], cur *build[P], deleted []object, acct *batchAccount) *batch {
-	item := cur.batchItems(acct)
+func diff[P any](prev []entry[P], cur *build[P], deleted []object, acct *deliveryAccount) *delivery {
+	item := cur.deliveryItems(acct)
 	k, next := cur.res.kind, cur.entries
 	var events []watch.Event
 	i, j := 0, 0
@@ -42,7 +42,7 @@ func diff[P any](prev []entry[P], cur *build[P], deleted []object, acct *batchAc
 		}
 		events = append(events, watch.Event{Type: watch.Deleted, Object: k.empty(o.namespace, o.name, cur.rv)})
 	}
-	return &batch{rv: cur.rv, gen: cur.generation, events: events, acct: acct}
+	return &delivery{rv: cur.rv, gen: cur.generation, events: events, acct: acct}
 }
 
 // deleted returns the objects of snap within sel's namespace and field selector that no longer exist (deleted, or a

@@ -13,8 +13,8 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// watcher is one watch: a goroutine that sends its initial events, then the batches its feed queues, while the
-// client reads. The batches are shared with every watcher of the selection.
+// watcher is one watch: a goroutine that sends its initial events, then the deliveries its feed queues, while the
+// client reads. The deliveries are shared with every watcher of the selection.
 type watcher[P any] struct {
 	res        *metricsREST[P]
 	ctx        context.Context
@@ -22,7 +22,7 @@ type watcher[P any] struct {
 	version    string // the API version the client watches, for the metrics
 	feed       *watchFeed[P]
 	startRV    string // the resourceVersion the watch starts at
-	initial    *batch
+	initial    *delivery
 	bookmarks  bool
 	initialEnd bool // send the bookmark that ends the initial events (sendInitialEvents=true)
 	// skipThrough is the generation the client already has when it resumed ahead of the feed.
@@ -32,13 +32,13 @@ type watcher[P any] struct {
 	withheld map[string]struct{}
 
 	mu       sync.Mutex
-	queue    []*batch // each referenced (batch.ref) until sent or dropped
+	queue    []*delivery // each referenced (delivery.ref) until sent or dropped
 	fellBack bool
 	ended    bool // the watch ended: nothing more is queued
 	wake     chan struct{}
-	// cut is the batch that ends the watch at once (batch.drop), abort closed with it: a watch blocked sending to a
+	// cut is the delivery that ends the watch at once (delivery.drop), abort closed with it: a watch blocked sending to a
 	// client that does not read releases what it has queued too.
-	cut   *batch
+	cut   *delivery
 	abort chan struct{}
 
 	result   chan watch.Event
@@ -52,30 +52,30 @@ func (w *watcher[P]) ResultChan() <-chan watch.Event { return w.result }
 // Stop implements watch.Interface.
 func (w *watcher[P]) Stop() { w.stopOnce.Do(func() { close(w.done) }) }
 
-// push queues a batch; called by the feed, which never waits for a watcher.
-func (w *watcher[P]) push(bt *batch) {
+// push queues a delivery; called by the feed, which never waits for a watcher.
+func (w *watcher[P]) push(dv *delivery) {
 	w.mu.Lock()
-	var dropped []*batch // what the watcher no longer has queued
+	var dropped []*delivery // what the watcher no longer has queued
 	switch {
 	case w.fellBack || w.ended:
-	case bt.end == nil && (len(w.queue) >= maxQueuedBatches ||
-		(len(w.queue) > 0 && bt.cycle >= w.queue[0].cycle+maxWatchLag)):
+	case dv.end == nil && (len(w.queue) >= maxQueuedDeliveries ||
+		(len(w.queue) > 0 && dv.cycle >= w.queue[0].cycle+maxWatchLag)):
 		w.fellBack, w.queue, dropped = true, nil, w.queue
 		watchesFellBehind.WithLabelValues(w.version).Inc()
-	case bt.drop: // ended: nothing more is queued while the client is told, however slowly it reads
+	case dv.drop: // ended: nothing more is queued while the client is told, however slowly it reads
 		w.queue, w.ended, dropped = nil, true, w.queue
 		if w.cut == nil {
-			w.cut = bt
+			w.cut = dv
 			close(w.abort)
 			watchesOverBudget.WithLabelValues(w.version).Inc()
 		}
 	default:
-		bt.ref()
-		w.queue = append(w.queue, bt)
+		dv.ref()
+		w.queue = append(w.queue, dv)
 	}
 	w.mu.Unlock()
-	for _, bt := range dropped {
-		bt.release()
+	for _, dv := range dropped {
+		dv.release()
 	}
 	select {
 	case w.wake <- struct{}{}:
@@ -119,9 +119,9 @@ func (w *watcher[P]) run() {
 	}
 }
 
-// serve sends the initial events, then the batches queued, until the watch ends.
+// serve sends the initial events, then the deliveries queued, until the watch ends.
 func (w *watcher[P]) serve() {
-	sent := w.sendBatch(w.initial, !w.initialEnd)
+	sent := w.sendDelivery(w.initial, !w.initialEnd)
 	w.initial.release()
 	w.initial = nil
 	if !sent {
@@ -157,9 +157,9 @@ func (w *watcher[P]) serve() {
 				"the watch fell more than %d collections behind: list again", maxWatchLag)))})
 			return
 		}
-		for i, bt := range queue {
-			ok := (bt.end == nil && bt.gen <= w.skipThrough) || w.sendBatch(w.told(bt), true)
-			bt.release()
+		for i, dv := range queue {
+			ok := (dv.end == nil && dv.gen <= w.skipThrough) || w.sendDelivery(w.told(dv), true)
+			dv.release()
 			if !ok {
 				for _, rest := range queue[i+1:] {
 					rest.release()
@@ -170,31 +170,31 @@ func (w *watcher[P]) serve() {
 	}
 }
 
-// releaseQueue releases the batches still queued when the watch ends.
+// releaseQueue releases the deliveries still queued when the watch ends.
 func (w *watcher[P]) releaseQueue() {
 	w.mu.Lock()
 	queue := w.queue
 	w.queue, w.ended = nil, true
 	w.mu.Unlock()
-	for _, bt := range queue {
-		bt.release()
+	for _, dv := range queue {
+		dv.release()
 	}
 }
 
-// sendBatch sends a batch's events, or its bookmark when it has none and bookmark is true; false ends the watch.
-func (w *watcher[P]) sendBatch(bt *batch, bookmark bool) bool {
-	if bt.end != nil {
-		st := *bt.end // each its own: encoding sets an unversioned object's kind
+// sendDelivery sends a delivery's events, or its bookmark when it has none and bookmark is true; false ends the watch.
+func (w *watcher[P]) sendDelivery(dv *delivery, bookmark bool) bool {
+	if dv.end != nil {
+		st := *dv.end // each its own: encoding sets an unversioned object's kind
 		w.send(watch.Event{Type: watch.Error, Object: &st})
 		return false
 	}
-	for _, ev := range bt.events {
+	for _, ev := range dv.events {
 		if !w.send(ev) {
 			return false
 		}
 	}
-	if len(bt.events) == 0 && bookmark && w.bookmarks {
-		return w.send(watch.Event{Type: watch.Bookmark, Object: w.res.kind.empty("", "", bt.rv)})
+	if len(dv.events) == 0 && bookmark && w.bookmarks {
+		return w.send(watch.Event{Type: watch.Bookmark, Object: w.res.kind.empty("", "", dv.rv)})
 	}
 	return true
 }

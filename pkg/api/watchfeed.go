@@ -27,9 +27,9 @@ func newFeeds[P any](res *metricsREST[P]) *watchFeeds[P] {
 }
 
 // feed follows storage's snapshots for every watcher of one selection: for each new snapshot it takes the
-// selection's shared build, computes the events from the previous one once, and queues that batch to every
+// selection's shared build, computes the events from the previous one once, and queues that delivery to every
 // watcher. Its goroutine runs while it has watchers. What it holds (the build it leads from, whether or not the
-// build cache still keeps it, and each batch until every watcher has sent it, with its encodings) is charged to
+// build cache still keeps it, and each delivery until every watcher has sent it, with its encodings) is charged to
 // the users watching it (keeper): a user over its share has its watches of the feed ended with 410 Gone, so one
 // user's many watches, or slow ones, cost that user's share of the budget, not the server's memory.
 type watchFeed[P any] struct {
@@ -45,9 +45,9 @@ type watchFeed[P any] struct {
 	keep kept // held by the users of its watchers
 
 	mu       sync.Mutex
-	cur      *build[P] // the build the newest batch led to; nil until the first watcher made it
+	cur      *build[P] // the build the newest delivery led to; nil until the first watcher made it
 	base     int64     // what keep is charged for cur's entries
-	ended    *batch    // the batch that ended the feed's watchers, for any that join after it
+	ended    *delivery // the delivery that ended the feed's watchers, for any that join after it
 	snap     storage.Snapshot
 	handle   *storage.Handle // on snap: a client of the selection resumes from where its watchers are
 	watchers map[*watcher[P]]struct{}
@@ -55,7 +55,7 @@ type watchFeed[P any] struct {
 }
 
 // join adds w to the feed of its selection, starting the feed when it is the first, and returns the build w
-// starts from: w is queued every batch after it.
+// starts from: w is queued every delivery after it.
 func (fs *watchFeeds[P]) join(ctx context.Context, w *watcher[P], sel scope) (*watchFeed[P], *build[P], error) {
 	key := sel.key()
 	fs.mu.Lock()
@@ -149,32 +149,32 @@ func (f *watchFeed[P]) lead(b *build[P]) bool {
 	return kp.admit(&f.keep, f.base)
 }
 
-// charge charges bt, a watch's initial events, to the feed until it is sent; false when the keeper has no room.
-func (f *watchFeed[P]) charge(bt *batch) bool {
+// charge charges dv, a watch's initial events, to the feed until it is sent; false when the keeper has no room.
+func (f *watchFeed[P]) charge(dv *delivery) bool {
 	kp := f.res.builds.keeper
-	n := eventBytes(len(bt.events))
+	n := eventBytes(len(dv.events))
 	if !kp.admit(&f.keep, n) {
 		return false
 	}
-	bt.acct = &batchAccount{kp: kp, k: &f.keep, refs: 1}
-	bt.acct.add(n)
+	dv.acct = &deliveryAccount{kp: kp, k: &f.keep, refs: 1}
+	dv.acct.add(n)
 	return true
 }
 
 // dropped ends the watches of user, which was made to let go of the feed to keep readers within their budget;
 // all of them when last.
 func (f *watchFeed[P]) dropped(user string, last bool) {
-	bt := &batch{drop: true, end: statusOf(apierrors.NewResourceExpired(
+	dv := &delivery{drop: true, end: statusOf(apierrors.NewResourceExpired(
 		"the server keeps too much for this user's watches (--reader-cache-bytes): list again"))}
 	if last {
-		f.publish(bt, nil, nil)
+		f.publish(dv, nil, nil)
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for w := range f.watchers {
 		if w.user == user {
-			w.push(bt)
+			w.push(dv)
 		}
 	}
 }
@@ -207,7 +207,7 @@ func (f *watchFeed[P]) run() {
 			err := fmt.Errorf("watch feed panicked: %v", r)
 			klog.ErrorS(err, "Ending the watches of a selection", "resource", f.res.info.resource.String(),
 				"stack", string(debug.Stack()))
-			f.publish(&batch{end: statusOf(apierrors.NewInternalError(err))}, nil, nil)
+			f.publish(&delivery{end: statusOf(apierrors.NewInternalError(err))}, nil, nil)
 		}
 	}()
 	for {
@@ -222,7 +222,7 @@ func (f *watchFeed[P]) run() {
 		// A source that has failed for longer than --stale-after ends the watches with the 503 a list would get,
 		// rather than a silent DELETED for every object.
 		if err := unavailable(snap); err != nil {
-			f.publish(&batch{end: statusOf(err)}, nil, nil)
+			f.publish(&delivery{end: statusOf(err)}, nil, nil)
 			return
 		}
 		first, users := f.anyUser()
@@ -232,7 +232,7 @@ func (f *watchFeed[P]) run() {
 				return
 			}
 			klog.ErrorS(err, "Ending the watches of a selection: listing failed", "resource", f.res.info.resource.String())
-			f.publish(&batch{end: statusOf(err)}, nil, nil)
+			f.publish(&delivery{end: statusOf(err)}, nil, nil)
 			return
 		}
 		kp := f.res.builds.keeper
@@ -246,30 +246,30 @@ func (f *watchFeed[P]) run() {
 		prev := f.cur
 		led := f.lead(next)
 		f.mu.Unlock()
-		bt := diff(prev.entries, next, nil, &batchAccount{kp: kp, k: &f.keep, refs: 1})
-		bt.cycle = snap.Health().Cycles
-		if !led || !kp.admit(&f.keep, eventBytes(len(bt.events))) {
-			bt.release()
+		dv := diff(prev.entries, next, nil, &deliveryAccount{kp: kp, k: &f.keep, refs: 1})
+		dv.cycle = snap.Health().Cycles
+		if !led || !kp.admit(&f.keep, eventBytes(len(dv.events))) {
+			dv.release()
 			f.dropped("", true)
 			return
 		}
-		bt.acct.add(eventBytes(len(bt.events)))
-		f.publish(bt, next, snap)
-		bt.release() // the feed's own reference: the watchers that queued it hold theirs
+		dv.acct.add(eventBytes(len(dv.events)))
+		f.publish(dv, next, snap)
+		dv.release() // the feed's own reference: the watchers that queued it hold theirs
 	}
 }
 
-// publish queues bt to every watcher and makes next the feed's build; a batch that ends the watches ends the feed.
-func (f *watchFeed[P]) publish(bt *batch, next *build[P], snap storage.Snapshot) {
-	if bt.end != nil {
+// publish queues dv to every watcher and makes next the feed's build; a delivery that ends the watches ends the feed.
+func (f *watchFeed[P]) publish(dv *delivery, next *build[P], snap storage.Snapshot) {
+	if dv.end != nil {
 		f.res.feeds.mu.Lock()
 		f.res.feeds.retire(f)
 		f.res.feeds.mu.Unlock()
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if bt.end != nil {
-		f.ended = bt
+	if dv.end != nil {
+		f.ended = dv
 	}
 	if next != nil {
 		f.handle.Release()
@@ -277,6 +277,6 @@ func (f *watchFeed[P]) publish(bt *batch, next *build[P], snap storage.Snapshot)
 		f.handle, _ = f.res.snaps.Hold(snap)
 	}
 	for w := range f.watchers {
-		w.push(bt)
+		w.push(dv)
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 const (
 	// DefaultMaxWatches bounds concurrent watches (--max-watches). Watches of one selection share their events, so
-	// each costs a goroutine and a queue of shared batches; the bound keeps a flood of them from taking the server.
+	// each costs a goroutine and a queue of shared deliveries; the bound keeps a flood of them from taking the server.
 	DefaultMaxWatches = 1000
 	// DefaultMaxWatchesPerUser bounds one user's concurrent watches (--max-watches-per-user), so that anyone with
 	// `view` on a namespace cannot take every watch slot.

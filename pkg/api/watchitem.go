@@ -40,73 +40,9 @@ func (i *watchItem[P]) GetObject() runtime.Object { return i.object() }
 
 var _ runtime.CacheableObject = &watchItem[struct{}]{}
 
-// batch is what every watcher of one selection is sent for one collection: the events between two builds, computed
-// once. A batch is never modified once made.
-type batch struct {
-	rv     string
-	gen    uint64 // rv as a number
-	cycle  uint64 // the collection cycles committed at its snapshot: a watcher's lag is counted in cycles
-	events []watch.Event
-	// end, when set, ends every watcher with this ERROR event's status (a source down for --stale-after, say).
-	end *metav1.Status
-	// drop, with end, ends the watchers at once: what they have queued is released, not sent first.
-	drop bool
-	// acct is what a feed's batch is charged to while watchers have it queued; nil for a batch of one watch.
-	acct *batchAccount
-}
-
-// batchAccount charges a feed's batch to the feed (keeper) from when it is published until the last watcher that
-// queued it has sent it or let it go, with the encodings of its events as they are made meanwhile; an encoding made
-// later (the handler encodes what a watcher sent) is the handler's, not the feed's.
-type batchAccount struct {
-	kp *keeper
-	k  *kept
-
-	mu    sync.Mutex
-	bytes int64 // charged to k, refunded when the last reference goes
-	refs  int   // the feed's, while it publishes, and each watcher's that queued the batch
-}
-
-// add counts n bytes already admitted to the feed as the batch's.
-func (a *batchAccount) add(n int64) {
-	a.mu.Lock()
-	a.bytes += n
-	a.mu.Unlock()
-}
-
-// charge charges an encoding of n bytes of one of the batch's events, unless its last reference was released.
-func (a *batchAccount) charge(n int) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.refs > 0 {
-		a.bytes += int64(n)
-		a.kp.charge(a.k, int64(n))
-	}
-}
-
-// ref adds a reference: a watcher queued the batch.
-func (bt *batch) ref() {
-	if bt.acct != nil {
-		bt.acct.mu.Lock()
-		bt.acct.refs++
-		bt.acct.mu.Unlock()
-	}
-}
-
-// release drops a reference: the last one refunds what the batch was charged.
-func (bt *batch) release() {
-	if a := bt.acct; a != nil {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		if a.refs--; a.refs == 0 {
-			a.kp.refund(a.k, a.bytes)
-		}
-	}
-}
-
-// batchItems returns the entry at an index as a feed's batch carries it: made for the batch, its encodings charged
-// to acct. Without acct (a batch of one watch), the build's own (watchItems).
-func (b *build[P]) batchItems(acct *batchAccount) func(int) *watchItem[P] {
+// deliveryItems returns the entry at an index as a feed's delivery carries it: made for the delivery, its encodings
+// charged to acct. Without acct (a delivery of one watch), the build's own (watchItems).
+func (b *build[P]) deliveryItems(acct *deliveryAccount) func(int) *watchItem[P] {
 	if acct == nil {
 		items, _ := b.watchItems()
 		return func(i int) *watchItem[P] { return items[i] }
@@ -118,20 +54,40 @@ func (b *build[P]) batchItems(acct *batchAccount) func(int) *watchItem[P] {
 	}
 }
 
-// watchItems returns the entries as watch events carry them, and the ADDED batch of a watch starting here: kept in
-// b, charged to it, when the keeper has room, else made for this caller alone.
-func (b *build[P]) watchItems() ([]*watchItem[P], *batch) {
-	b.eventsMu.Lock()
-	defer b.eventsMu.Unlock()
-	if b.events != nil {
-		return b.events.items, b.events.added
+// buildEvents are a build's entries as watch events carry them, made for the first watch that needs them and kept,
+// charged to the build, when the keeper has room; like the full list, let go of (letGo) once a newer collection lands
+// (feeds and queued deliveries keep what they still send).
+type buildEvents[P any] struct {
+	mu    sync.Mutex
+	items []*watchItem[P]
+	added *delivery // ADDED for every entry: the initial events of a watch starting here; nil until kept
+	kept  *shared   // what they are charged
+}
+
+// letGo lets go of the events: watches that still have them encode them uncharged.
+func (e *buildEvents[P]) letGo() {
+	e.mu.Lock()
+	if e.kept != nil {
+		e.kept.letGo()
+	}
+	e.items, e.added, e.kept = nil, nil, nil
+	e.mu.Unlock()
+}
+
+// watchItems returns the entries as watch events carry them, and the ADDED delivery of a watch starting here: kept in
+// b.events, charged to b, when b is kept and the keeper has room, else made for this caller alone.
+func (b *build[P]) watchItems() ([]*watchItem[P], *delivery) {
+	e := &b.events
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.added != nil {
+		return e.items, e.added
 	}
 	kp := b.res.builds.keeper
 	n := eventBytes(len(b.entries))
-	keep := b.shared && kp.admit(&b.keep, n)
 	var charge func(int)
 	var kept *shared
-	if keep {
+	if b.shared && kp.admit(&b.keep, n) {
 		kept = &shared{bytes: n}
 		charge = func(n int) { kept.charge(kp, &b.keep, int64(n)) }
 	}
@@ -142,9 +98,9 @@ func (b *build[P]) watchItems() ([]*watchItem[P], *batch) {
 		items[i].enc.charge = charge
 		events[i] = watch.Event{Type: watch.Added, Object: items[i]}
 	}
-	ev := &buildEvents[P]{items: items, added: &batch{rv: b.rv, events: events}, kept: kept}
-	if keep {
-		b.events = ev
+	added := &delivery{rv: b.rv, events: events}
+	if kept != nil {
+		e.items, e.added, e.kept = items, added, kept
 	}
-	return ev.items, ev.added
+	return items, added
 }
