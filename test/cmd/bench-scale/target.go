@@ -11,6 +11,7 @@ import (
 
 	"github.com/metrics-ring/metrics-ring/test/framework"
 	"github.com/metrics-ring/metrics-ring/test/kubeletsim"
+	"k8s.io/client-go/kubernetes"
 )
 
 // target is a server under test and where its self-metrics say what the benchmark needs.
@@ -87,6 +88,8 @@ type benchEnv struct {
 	simCA string
 	// simPids are the processes serving the simulator (and the clients), for the CPU table.
 	simPids map[string]int
+	client  kubernetes.Interface
+	forward func(kubeletsim.Step) error // churn Steps to the other processes serving the cluster (nil: none)
 }
 
 // targetResult is everything measured of one target.
@@ -103,6 +106,7 @@ type targetResult struct {
 	readers                      *readersResult
 	attacks                      []*attackResult
 	pageThrough                  *pageThroughResult
+	soak                         *soakResult
 }
 
 // others names the pids of the control plane's processes but except, and of the simulator's.
@@ -197,6 +201,11 @@ func (e *benchEnv) runTarget(ctx context.Context, t target) (*targetResult, erro
 	}
 	if o.load {
 		if r.load, err = runLoad(ctx, o, t, b, direct, base, hc); err != nil {
+			return nil, err
+		}
+	}
+	if o.soak > 0 {
+		if r.soak, err = e.runSoak(ctx, t, b, direct); err != nil {
 			return nil, err
 		}
 	}

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// Probing churned pods (issue 29): each second, a GET of every tracked pod's PodMetrics straight from the server
+// under test. A new pod is tracked from when it turns Running until it is served (its time to be served); a
+// deleted pod from its deletion until the server answers 404 (whether, and how long, it was served after). At
+// most `limit` of each are tracked at a time, so the probes' own load stays bounded whatever the churn rate; the
+// rest are counted as not tracked.
+
+const (
+	// deletedGrace is how long after a deletion returns a probe may still find the pod: the server's informer
+	// has to receive the event first. Deleted pods are probed from then on.
+	deletedGrace = time.Second
+	// newPatience and deletedPatience, in cycles, end the tracking of a pod never served, or still served.
+	newPatience, deletedPatience = 6, 4
+)
+
+// probeResult is what the probes found over a soak window.
+type probeResult struct {
+	toServe                   []time.Duration // each tracked new pod's time from Running to served
+	neverServed               int             // tracked new pods not served within newPatience cycles
+	newUntracked, deletedSeen int             // new pods not tracked (over the limit); deleted pods tracked
+	deletedUntracked          int
+	servedAfterDeletion       int           // tracked deleted pods served at least deletedGrace after it
+	maxServedAfter            time.Duration // the longest such: the last probe that found one, after its deletion
+	probes                    int
+	errors                    map[string]int
+}
+
+type probed struct {
+	since      time.Time // Running, or deleted
+	lastServed time.Time // deleted pods: the last probe that found it
+}
+
+// tracker probes churned pods; created and deleted are safe for concurrent use.
+type tracker struct {
+	hc         *http.Client
+	base       string
+	resolution time.Duration
+	limit      int
+
+	mu       sync.Mutex
+	newPods  map[string]*probed // "namespace/name"
+	gonePods map[string]*probed
+	res      probeResult
+}
+
+func newTracker(hc *http.Client, base string, resolution time.Duration, limit int) *tracker {
+	return &tracker{hc: hc, base: base, resolution: resolution, limit: limit, newPods: map[string]*probed{},
+		gonePods: map[string]*probed{}, res: probeResult{errors: map[string]int{}}}
+}
+
+// created tracks a new pod that turned Running at.
+func (t *tracker) created(key string, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.newPods) >= t.limit {
+		t.res.newUntracked++
+		return
+	}
+	t.newPods[key] = &probed{since: at}
+}
+
+// deleted tracks a pod whose deletion returned at; a new pod deleted before it was served stops being tracked
+// as new.
+func (t *tracker) deleted(key string, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.newPods, key)
+	if len(t.gonePods) >= t.limit {
+		t.res.deletedUntracked++
+		return
+	}
+	t.gonePods[key] = &probed{since: at}
+	t.res.deletedSeen++
+}
+
+// run probes every second until until.
+func (t *tracker) run(ctx context.Context, until time.Time) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			if !now.Before(until) {
+				return
+			}
+			t.probeOnce(ctx, now)
+		}
+	}
+}
+
+// probeOnce probes every tracked pod due at now and settles those done.
+func (t *tracker) probeOnce(ctx context.Context, now time.Time) {
+	t.mu.Lock()
+	var keys []string
+	for k := range t.newPods {
+		keys = append(keys, k)
+	}
+	for k, p := range t.gonePods {
+		if now.Sub(p.since) >= deletedGrace {
+			keys = append(keys, k)
+		}
+	}
+	t.mu.Unlock()
+	served := make([]bool, len(keys))
+	failed := make([]string, len(keys))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for i, k := range keys {
+		g.Go(func() error {
+			ns, name, _ := strings.Cut(k, "/")
+			code, _, err := get(gctx, t.hc, fmt.Sprintf("%s/apis/metrics.k8s.io/v1beta1/namespaces/%s/pods/%s", t.base, ns, name), "", nil)
+			switch {
+			case err != nil:
+				failed[i] = errKind(err)
+			case code == http.StatusOK:
+				served[i] = true
+			case code != http.StatusNotFound:
+				failed[i] = fmt.Sprintf("status %d", code)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	t.settle(now, keys, served, failed)
+}
+
+// settle records what one round of probes sent at now found.
+func (t *tracker) settle(now time.Time, keys []string, served []bool, failed []string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := &t.res
+	for i, k := range keys {
+		r.probes++
+		if failed[i] != "" {
+			r.errors[failed[i]]++
+			continue
+		}
+		if p, ok := t.newPods[k]; ok {
+			if served[i] {
+				r.toServe = append(r.toServe, now.Sub(p.since))
+				delete(t.newPods, k)
+			}
+			continue
+		}
+		p, ok := t.gonePods[k]
+		if !ok {
+			continue
+		}
+		if served[i] {
+			p.lastServed = now
+		}
+		if !served[i] || now.Sub(p.since) >= deletedPatience*t.resolution {
+			t.settleDeleted(p)
+			delete(t.gonePods, k)
+		}
+	}
+	for k, p := range t.newPods {
+		if now.Sub(p.since) >= newPatience*t.resolution {
+			r.neverServed++
+			delete(t.newPods, k)
+		}
+	}
+}
+
+// settleDeleted counts a deleted pod no longer tracked; needs t.mu.
+func (t *tracker) settleDeleted(p *probed) {
+	if p.lastServed.IsZero() {
+		return
+	}
+	t.res.servedAfterDeletion++
+	t.res.maxServedAfter = max(t.res.maxServedAfter, p.lastServed.Sub(p.since))
+}
+
+// result ends the tracking: deleted pods still tracked are settled with what was found so far.
+func (t *tracker) result() probeResult {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, p := range t.gonePods {
+		t.settleDeleted(p)
+		delete(t.gonePods, k)
+	}
+	r := t.res
+	r.toServe = slices.Clone(r.toServe)
+	slices.Sort(r.toServe)
+	return r
+}
+
+// cycles is the q-quantile of the times to be served, in collection cycles (NaN without any).
+func (r probeResult) cycles(q float64, resolution time.Duration) float64 {
+	if len(r.toServe) == 0 {
+		return math.NaN()
+	}
+	return float64(nearestRank(r.toServe, q)) / float64(resolution)
+}
