@@ -38,7 +38,8 @@ func (p *Planner) Replace(now time.Time) (remove, add Step, err error) {
 		return Step{}, Step{}, err
 	}
 	add, err = p.successor(gone, "", now)
-	return Step{Op: OpRemove, Namespace: gone.namespace, Pod: gone.name, Node: gone.node.name, At: now}, add, err
+	return Step{Op: OpRemove, Namespace: gone.namespace, Pod: gone.name, Node: gone.node.name, At: now,
+		Labels: maps.Clone(gone.labels)}, add, err
 }
 
 // removeRandom removes a random pod; needs p.mu.
@@ -124,7 +125,7 @@ func (p *Planner) NodeDown(now time.Time) (down Step, gone []PodRef, adds []Step
 		return Step{}, nil, nil, err
 	}
 	for _, q := range pods {
-		gone = append(gone, PodRef{Namespace: q.namespace, Name: q.name, Node: n.name})
+		gone = append(gone, PodRef{Namespace: q.namespace, Name: q.name, Node: n.name, Labels: maps.Clone(q.labels)})
 		add, err := p.successor(q, n.name, now)
 		if err != nil {
 			return down, gone, adds, err

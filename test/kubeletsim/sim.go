@@ -26,6 +26,7 @@ import (
 type PodRef struct {
 	Namespace, Name, Node string
 	Containers            []string
+	Labels                map[string]string // of the pods a Planner removes (NodeDown); nil from Pods
 }
 
 // Sim is a set of simulated kubelets. Its methods are safe for concurrent use.

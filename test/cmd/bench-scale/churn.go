@@ -33,9 +33,10 @@ type churnTally struct {
 	errors                                  map[string]int
 }
 
-func newChurner(sim *kubeletsim.Sim, seed uint64, c kubernetes.Interface, forward func(kubeletsim.Step) error) *churner {
-	return &churner{sim: sim, pl: sim.NewPlanner(seed), c: c, forward: forward,
-		tally: churnTally{errors: map[string]int{}}}
+// newChurner churns through pl, which plans every soak of a run: a Planner names its pods in sequence, and a
+// second from the same seed would name the next server's new pods as the first's.
+func newChurner(sim *kubeletsim.Sim, pl *kubeletsim.Planner, c kubernetes.Interface, forward func(kubeletsim.Step) error) *churner {
+	return &churner{sim: sim, pl: pl, c: c, forward: forward, tally: churnTally{errors: map[string]int{}}}
 }
 
 // churnWorkers bounds the changes in flight: each is a few API calls of a few milliseconds.
@@ -105,18 +106,18 @@ func (ch *churner) replace(ctx context.Context) {
 		ch.fail("replace", err)
 		return
 	}
-	ch.deletePod(ctx, remove.Namespace, remove.Pod)
+	ch.deletePod(ctx, remove.Namespace, remove.Pod, remove.Labels)
 	ch.addPod(ctx, add)
 	ch.count(func(t *churnTally) { t.replaced++ })
 }
 
-func (ch *churner) deletePod(ctx context.Context, namespace, name string) {
+func (ch *churner) deletePod(ctx context.Context, namespace, name string, labels map[string]string) {
 	if err := kubeletsim.DeletePodObject(ctx, ch.c, namespace, name); err != nil {
 		ch.fail("delete pod", err)
 		return
 	}
 	if ch.tr != nil {
-		ch.tr.deleted(namespace+"/"+name, time.Now())
+		ch.tr.deleted(namespace+"/"+name, labels, time.Now())
 	}
 }
 
@@ -127,7 +128,7 @@ func (ch *churner) addPod(ctx context.Context, add kubeletsim.Step) {
 		return
 	}
 	if ch.tr != nil {
-		ch.tr.created(add.Namespace+"/"+add.Pod, time.Now())
+		ch.tr.created(add.Namespace+"/"+add.Pod, add.Labels, time.Now())
 	}
 }
 
@@ -163,7 +164,7 @@ func (ch *churner) nodeTurn(ctx context.Context) {
 		ch.fail("node down", err)
 	}
 	for _, p := range gone {
-		ch.deletePod(ctx, p.Namespace, p.Name)
+		ch.deletePod(ctx, p.Namespace, p.Name, p.Labels)
 	}
 	for _, add := range adds {
 		ch.addPod(ctx, add)

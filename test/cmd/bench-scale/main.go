@@ -258,7 +258,8 @@ func run(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
-	env := &benchEnv{opts: o, cp: cp, api: api, sim: sim, simCA: simCA, simPids: simPids, client: c, forward: forward}
+	env := &benchEnv{opts: o, cp: cp, api: api, sim: sim, simCA: simCA, simPids: simPids, client: c, forward: forward,
+		planner: sim.NewPlanner(o.churnSeed)}
 	for _, t := range targets {
 		waitQuiet(ctx, os.Stderr, env.others(nil), o.settleMax)
 		tr, err := env.runTarget(ctx, t)

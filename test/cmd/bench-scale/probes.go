@@ -5,19 +5,23 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 )
 
-// Probing churned pods (issue 29): each second, a GET of every tracked pod's PodMetrics straight from the server
-// under test. A new pod is tracked from when it turns Running until it is served (its time to be served); a
-// deleted pod from its deletion until the server answers 404 (whether, and how long, it was served after). At
-// most `limit` of each are tracked at a time, so the probes' own load stays bounded whatever the churn rate; the
-// rest are counted as not tracked.
+// Probing churned pods (issue 29): each second, straight from the server under test, a list of each tracked pod's
+// namespace by the selector an HPA would use for it (its workload's, else its app's), as the HPA and kubectl read
+// lists (a GET of one pod may answer from the pod informer and a list from a snapshot: only a list shows what
+// they see). A new pod is tracked from when it turns Running until a list shows it (its time to be served); a
+// deleted pod from its deletion until no list shows it (whether, and how long, it was served after). At most
+// `limit` of each are tracked at a time, so the probes' own load stays bounded whatever the churn rate; the rest
+// are counted as not tracked.
 
 const (
 	// deletedGrace is how long after a deletion returns a probe may still find the pod: the server's informer
@@ -42,6 +46,18 @@ type probeResult struct {
 type probed struct {
 	since      time.Time // Running, or deleted
 	lastServed time.Time // deleted pods: the last probe that found it
+	selector   string    // the list that shows it: labelSelector in its namespace
+}
+
+// probeSelector is the label selector a reader of the pod would list by: its workload's (the HPA's), else its
+// app's.
+func probeSelector(labels map[string]string) string {
+	for _, k := range []string{"workload", "app"} {
+		if v, ok := labels[k]; ok {
+			return k + "=" + v
+		}
+	}
+	return ""
 }
 
 // tracker probes churned pods; created and deleted are safe for concurrent use.
@@ -63,19 +79,19 @@ func newTracker(hc *http.Client, base string, resolution time.Duration, limit in
 }
 
 // created tracks a new pod that turned Running at.
-func (t *tracker) created(key string, at time.Time) {
+func (t *tracker) created(key string, labels map[string]string, at time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.newPods) >= t.limit {
 		t.res.newUntracked++
 		return
 	}
-	t.newPods[key] = &probed{since: at}
+	t.newPods[key] = &probed{since: at, selector: probeSelector(labels)}
 }
 
 // deleted tracks a pod whose deletion returned at; a new pod deleted before it was served stops being tracked
 // as new.
-func (t *tracker) deleted(key string, at time.Time) {
+func (t *tracker) deleted(key string, labels map[string]string, at time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.newPods, key)
@@ -83,7 +99,7 @@ func (t *tracker) deleted(key string, at time.Time) {
 		t.res.deletedUntracked++
 		return
 	}
-	t.gonePods[key] = &probed{since: at}
+	t.gonePods[key] = &probed{since: at, selector: probeSelector(labels)}
 	t.res.deletedSeen++
 }
 
@@ -104,40 +120,66 @@ func (t *tracker) run(ctx context.Context, until time.Time) {
 	}
 }
 
-// probeOnce probes every tracked pod due at now and settles those done.
+// probeOnce lists, once per namespace and selector, for every tracked pod due at now, and settles those done.
 func (t *tracker) probeOnce(ctx context.Context, now time.Time) {
 	t.mu.Lock()
 	var keys []string
-	for k := range t.newPods {
+	lists := map[string][]int{} // "namespace?selector" to the keys it shows
+	add := func(k string, p *probed) {
+		ns, _, _ := strings.Cut(k, "/")
+		lists[ns+"?"+p.selector] = append(lists[ns+"?"+p.selector], len(keys))
 		keys = append(keys, k)
+	}
+	for k, p := range t.newPods {
+		add(k, p)
 	}
 	for k, p := range t.gonePods {
 		if now.Sub(p.since) >= deletedGrace {
-			keys = append(keys, k)
+			add(k, p)
 		}
 	}
 	t.mu.Unlock()
 	served := make([]bool, len(keys))
 	failed := make([]string, len(keys))
+	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
-	for i, k := range keys {
+	for list, idx := range lists {
 		g.Go(func() error {
-			ns, name, _ := strings.Cut(k, "/")
-			code, _, err := get(gctx, t.hc, fmt.Sprintf("%s/apis/metrics.k8s.io/v1beta1/namespaces/%s/pods/%s", t.base, ns, name), "", nil)
-			switch {
-			case err != nil:
-				failed[i] = errKind(err)
-			case code == http.StatusOK:
-				served[i] = true
-			case code != http.StatusNotFound:
-				failed[i] = fmt.Sprintf("status %d", code)
+			names, err := t.list(gctx, list)
+			mu.Lock()
+			defer mu.Unlock()
+			for _, i := range idx {
+				_, name, _ := strings.Cut(keys[i], "/")
+				served[i] = names[name]
+				if err != nil {
+					failed[i] = errKind(err)
+				}
 			}
 			return nil
 		})
 	}
 	_ = g.Wait()
 	t.settle(now, keys, served, failed)
+}
+
+// list returns the pods a "namespace?selector" list shows.
+func (t *tracker) list(ctx context.Context, list string) (map[string]bool, error) {
+	ns, sel, _ := strings.Cut(list, "?")
+	var pl metricsv1beta1.PodMetricsList
+	code, _, err := get(ctx, t.hc, fmt.Sprintf("%s/apis/metrics.k8s.io/v1beta1/namespaces/%s/pods?labelSelector=%s",
+		t.base, ns, url.QueryEscape(sel)), "application/json", &pl)
+	if err == nil && code != http.StatusOK {
+		err = fmt.Errorf("status %d", code)
+	}
+	if err != nil {
+		return nil, err
+	}
+	names := make(map[string]bool, len(pl.Items))
+	for _, p := range pl.Items {
+		names[p.Name] = true
+	}
+	return names, nil
 }
 
 // settle records what one round of probes sent at now found.

@@ -40,7 +40,7 @@ const memSampleEvery = 10 * time.Second
 // every -soak-top-every, memory every 10 s; then brings back any node that left.
 func (e *benchEnv) runSoak(ctx context.Context, t target, b *framework.Backend, direct *http.Client) (*soakResult, error) {
 	o := e.opts
-	r := &soakResult{warmup: o.soakWarmup}
+	r := &soakResult{warmup: o.soakWarmup, top: topTally{errors: map[string]int{}}}
 	fmt.Fprintf(os.Stderr, "%s: soak for %s: %.1f pods replaced and %.1f containers restarted a second, a node leaving every %s, %d HPAs...\n",
 		t.name, o.soak, o.churnPerSec, o.restartsSec, o.nodeChurnEvery, o.hpa)
 	procs := e.others(b.Proc)
@@ -69,7 +69,7 @@ func (e *benchEnv) runSoak(ctx context.Context, t target, b *framework.Backend, 
 	var ch *churner
 	var wg sync.WaitGroup
 	if o.churnPerSec > 0 {
-		ch = newChurner(e.sim, o.churnSeed, e.client, e.forward)
+		ch = e.newSoakChurner()
 		ch.tr = tr
 		wg.Go(func() { ch.run(ctx, until, o.churnPerSec, o.restartsSec, o.nodeChurnEvery) })
 		wg.Go(func() { tr.run(ctx, until) })
@@ -115,6 +115,11 @@ func (e *benchEnv) runSoak(ctx context.Context, t target, b *framework.Backend, 
 		ch.restoreNodes(ctx) // the next server starts on the whole cluster
 	}
 	return r, nil
+}
+
+// newSoakChurner churns for one soak window, through the run's Planner.
+func (e *benchEnv) newSoakChurner() *churner {
+	return newChurner(e.sim, e.planner, e.client, e.forward)
 }
 
 // checkEvery runs `kubectl top pods -A` and the HPA check every -soak-top-every until until.

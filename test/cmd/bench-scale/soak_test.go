@@ -85,11 +85,11 @@ func TestTrackerSettles(t *testing.T) {
 	res := 15 * time.Second
 	tr := newTracker(nil, "", res, 2)
 	t0 := time.Unix(1000, 0)
-	tr.created("ns/a", t0)
-	tr.created("ns/b", t0)
-	tr.created("ns/c", t0) // over the limit
-	tr.deleted("ns/x", t0)
-	tr.deleted("ns/y", t0)
+	tr.created("ns/a", nil, t0)
+	tr.created("ns/b", nil, t0)
+	tr.created("ns/c", nil, t0) // over the limit
+	tr.deleted("ns/x", nil, t0)
+	tr.deleted("ns/y", nil, t0)
 	tr.settle(t0.Add(5*time.Second), []string{"ns/a", "ns/b", "ns/x", "ns/y"}, []bool{true, false, true, false}, make([]string, 4))
 	tr.settle(t0.Add(12*time.Second), []string{"ns/b", "ns/x"}, []bool{false, false}, make([]string, 2))
 	tr.settle(t0.Add(6*res), nil, nil, nil) // b never served
@@ -146,7 +146,7 @@ func TestSoakFlagsValidated(t *testing.T) {
 		want string
 	}{
 		{"churn without soak", func(o *options) { o.scale, o.churnPerSec = true, 1 }, "set -soak"},
-		{"warm-up longer than the soak", func(o *options) { o.soak, o.soakWarmup = 2 * time.Minute, 3 * time.Minute }, "no memory samples"},
+		{"warm-up longer than the soak", func(o *options) { o.soak, o.soakWarmup = 2*time.Minute, 3*time.Minute }, "no memory samples"},
 		{"more HPAs than workloads", func(o *options) { o.soak, o.soakWarmup, o.hpa = time.Hour, time.Minute, 21 }, "has 20 workloads"},
 	} {
 		o := base

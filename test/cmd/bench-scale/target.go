@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/metrics-ring/metrics-ring/test/framework"
@@ -90,6 +91,7 @@ type benchEnv struct {
 	simPids map[string]int
 	client  kubernetes.Interface
 	forward func(kubeletsim.Step) error // churn Steps to the other processes serving the cluster (nil: none)
+	planner *kubeletsim.Planner         // plans the churn of every target's soak
 }
 
 // targetResult is everything measured of one target.
@@ -143,6 +145,15 @@ func (e *benchEnv) runTarget(ctx context.Context, t target) (*targetResult, erro
 	defer b.Proc.Stop(30 * time.Second)
 	if err := e.api.PointAPIService(ctx, b.Service); err != nil {
 		return nil, err
+	}
+	// An APIService whose version the server does not serve stays unavailable, and kubectl, which prefers v1,
+	// would fail: gone until a server serving it points it back.
+	for _, name := range framework.APIServiceNames {
+		if !slices.Contains(t.apiServicesOrAll(), name) {
+			if err := e.api.DeleteAPIService(ctx, name); err != nil {
+				return nil, err
+			}
+		}
 	}
 	direct, err := b.BenchClient(2 * time.Minute)
 	if err != nil {
