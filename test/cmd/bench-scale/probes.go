@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,10 +14,11 @@ import (
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 )
 
-// Probing churned pods (issue 29): each second, straight from the server under test, a list of each tracked pod's
-// namespace by the selector an HPA would use for it (its workload's, else its app's), as the HPA and kubectl read
-// lists (a GET of one pod may answer from the pod informer and a list from a snapshot: only a list shows what
-// they see). A new pod is tracked from when it turns Running until a list shows it (its time to be served); a
+// Probing churned pods (issue 29): each second, straight from the server under test, a list by the selector an
+// HPA would use for each tracked pod (its workload's, else its app's), as the HPA and kubectl read lists (a GET of
+// one pod may answer from the pod informer and a list from a snapshot: only a list shows what they see). The lists
+// span every namespace: the servers' latency histogram tells requests apart by scope alone, and namespaced pod
+// lists must stay the HPA controller's. A new pod is tracked from when it turns Running until a list shows it (its time to be served); a
 // deleted pod from its deletion until no list shows it (whether, and how long, it was served after). At most
 // `limit` of each are tracked at a time, so the probes' own load stays bounded whatever the churn rate; the rest
 // are counted as not tracked.
@@ -120,14 +120,13 @@ func (t *tracker) run(ctx context.Context, until time.Time) {
 	}
 }
 
-// probeOnce lists, once per namespace and selector, for every tracked pod due at now, and settles those done.
+// probeOnce lists, once per selector, for every tracked pod due at now, and settles those done.
 func (t *tracker) probeOnce(ctx context.Context, now time.Time) {
 	t.mu.Lock()
 	var keys []string
-	lists := map[string][]int{} // "namespace?selector" to the keys it shows
+	lists := map[string][]int{} // selector to the keys its list shows
 	add := func(k string, p *probed) {
-		ns, _, _ := strings.Cut(k, "/")
-		lists[ns+"?"+p.selector] = append(lists[ns+"?"+p.selector], len(keys))
+		lists[p.selector] = append(lists[p.selector], len(keys))
 		keys = append(keys, k)
 	}
 	for k, p := range t.newPods {
@@ -150,8 +149,7 @@ func (t *tracker) probeOnce(ctx context.Context, now time.Time) {
 			mu.Lock()
 			defer mu.Unlock()
 			for _, i := range idx {
-				_, name, _ := strings.Cut(keys[i], "/")
-				served[i] = names[name]
+				served[i] = names[keys[i]]
 				if err != nil {
 					failed[i] = errKind(err)
 				}
@@ -163,12 +161,11 @@ func (t *tracker) probeOnce(ctx context.Context, now time.Time) {
 	t.settle(now, keys, served, failed)
 }
 
-// list returns the pods a "namespace?selector" list shows.
-func (t *tracker) list(ctx context.Context, list string) (map[string]bool, error) {
-	ns, sel, _ := strings.Cut(list, "?")
+// list returns the pods ("namespace/name") a list by selector shows.
+func (t *tracker) list(ctx context.Context, selector string) (map[string]bool, error) {
 	var pl metricsv1beta1.PodMetricsList
-	code, _, err := get(ctx, t.hc, fmt.Sprintf("%s/apis/metrics.k8s.io/v1beta1/namespaces/%s/pods?labelSelector=%s",
-		t.base, ns, url.QueryEscape(sel)), "application/json", &pl)
+	code, _, err := get(ctx, t.hc, fmt.Sprintf("%s%s?labelSelector=%s", t.base, podsPath, url.QueryEscape(selector)),
+		"application/json", &pl)
 	if err == nil && code != http.StatusOK {
 		err = fmt.Errorf("status %d", code)
 	}
@@ -177,7 +174,7 @@ func (t *tracker) list(ctx context.Context, list string) (map[string]bool, error
 	}
 	names := make(map[string]bool, len(pl.Items))
 	for _, p := range pl.Items {
-		names[p.Name] = true
+		names[p.Namespace+"/"+p.Name] = true
 	}
 	return names, nil
 }

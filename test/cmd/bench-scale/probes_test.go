@@ -16,12 +16,13 @@ import (
 
 // TestProbesReadLists: a server whose GET of a deleted pod says 404 but whose lists still show it (as a list
 // answered from a snapshot published before the deletion does) has served it after its deletion, as the HPA
-// and kubectl top read it; the probes must say so, and find a new pod by the list its HPA reads.
+// and kubectl top read it; the probes must say so, and find a new pod by its HPA's selector (listed across
+// namespaces, so that namespaced lists in the server's histogram stay the HPA controller's).
 func TestProbesReadLists(t *testing.T) {
 	var asked []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		asked = append(asked, r.URL.Path+"?"+r.URL.RawQuery)
-		if r.URL.Path != "/apis/metrics.k8s.io/v1beta1/namespaces/ns/pods" || r.URL.Query().Get("labelSelector") != "workload=w-1" {
+		if r.URL.Path != "/apis/metrics.k8s.io/v1beta1/pods" || r.URL.Query().Get("labelSelector") != "workload=w-1" {
 			http.NotFound(w, r)
 			return
 		}
