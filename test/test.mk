@@ -32,9 +32,20 @@ test-e2e: tools ## end-to-end tests against a real kube-apiserver, kubectl and H
 # the previous code's, after this one on the same cluster); `cd test && go run ./cmd/bench-scale -h` lists them.
 BENCH_FLAGS ?=
 
-.PHONY: bench-scale bench-load
+# The soak (issue 29): SOAK_DURATION per server at SOAK_NODES x 30 pods, 10 pods replaced a second, 2,000 HPAs
+# synced by kube-controller-manager, metrics-ring then metrics-server; the plot goes to SOAK_PLOT.
+SOAK_DURATION ?= 1h
+SOAK_NODES ?= 1000
+SOAK_PLOT ?= $(or $(TMPDIR),/tmp)/metrics-ring-soak.svg
+SOAK_FLAGS ?=
+
+.PHONY: bench-scale bench-load bench-soak
 bench-scale: ## scale benchmark: 1,000 simulated nodes x 30 pods behind the aggregator; prints CPU, memory, latency, freshness (not in make test)
 	cd $(METRICS_RING_TEST_DIR) && $(GO) run ./cmd/bench-scale $(BENCH_FLAGS)
 
 bench-load: ## load benchmark at 1,000 simulated nodes: 100 watchers + 20 pagers of all pods for 60 s, then 200 clients listing them for 60 s; events, errors, collection interval, RSS (not in make test)
 	cd $(METRICS_RING_TEST_DIR) && $(GO) run ./cmd/bench-scale -scale=false -readers -load $(BENCH_FLAGS)
+
+bench-soak: ## soak: SOAK_DURATION (1h) per server at SOAK_NODES (1,000) x 30 pods with churn, 2,000 HPAs through kube-controller-manager and kubectl top each minute, metrics-ring then metrics-server v0.9.0; RSS and heap plot in SOAK_PLOT (not in make test)
+	cd $(METRICS_RING_TEST_DIR) && $(GO) run ./cmd/bench-scale -scale=false -soak=$(SOAK_DURATION) -nodes=$(SOAK_NODES) \
+		-churn-per-sec=10 -hpa=2000 -metrics-server=v0.9.0 -soak-plot=$(SOAK_PLOT) $(SOAK_FLAGS)

@@ -8,11 +8,29 @@ import (
 	"time"
 )
 
-// StartControllerManager starts kube-controller-manager, if it is not running yet, with the HPA, Deployment
-// and ReplicaSet controllers (what an autoscaling test needs) and the ClusterRole aggregation controller (so
-// binding the built-in view role grants metrics.k8s.io, as in a real cluster), and waits for its /healthz. A
-// short HPA sync period keeps tests quick.
+// TestControllerManagerArgs are the controller flags StartControllerManager uses: the HPA, Deployment and
+// ReplicaSet controllers (what an autoscaling test needs) and the ClusterRole aggregation controller (so binding
+// the built-in view role grants metrics.k8s.io, as in a real cluster), with a short HPA sync period that keeps
+// tests quick.
+var TestControllerManagerArgs = []string{
+	"--controllers=horizontalpodautoscaling,deployment,replicaset,clusterrole-aggregation",
+	"--horizontal-pod-autoscaler-sync-period=5s",
+	// Pods the test adopts are Ready at once; do not discard their CPU as start-up noise.
+	"--horizontal-pod-autoscaler-cpu-initialization-period=5s",
+	"--horizontal-pod-autoscaler-initial-readiness-delay=5s",
+	"-v=2",
+}
+
+// StartControllerManager starts kube-controller-manager with TestControllerManagerArgs, if it is not running
+// yet, and waits for its /healthz.
 func (cp *ControlPlane) StartControllerManager(ctx context.Context) error {
+	return cp.StartControllerManagerWith(ctx, TestControllerManagerArgs)
+}
+
+// StartControllerManagerWith starts kube-controller-manager, if it is not running yet, with args (which
+// controllers, their tuning, client QPS) after the flags that connect it to this control plane, and waits for
+// its /healthz. The scale benchmark runs the HPA controller alone, tuned as a large cluster would.
+func (cp *ControlPlane) StartControllerManagerWith(ctx context.Context, args []string) error {
 	cp.mu.Lock()
 	running := cp.kcm != nil
 	cp.mu.Unlock()
@@ -30,19 +48,14 @@ func (cp *ControlPlane) StartControllerManager(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	kcm := NewProcess(cp.Dir, "kube-controller-manager", cp.Tools.ControllerManager,
-		"--kubeconfig="+cp.AdminKubeconfig,
-		"--authentication-kubeconfig="+cp.AdminKubeconfig,
-		"--authorization-kubeconfig="+cp.AdminKubeconfig,
-		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(port),
-		"--tls-cert-file="+serving.CertFile, "--tls-private-key-file="+serving.KeyFile,
+	kcm := NewProcess(cp.Dir, "kube-controller-manager", cp.Tools.ControllerManager, append([]string{
+		"--kubeconfig=" + cp.AdminKubeconfig,
+		"--authentication-kubeconfig=" + cp.AdminKubeconfig,
+		"--authorization-kubeconfig=" + cp.AdminKubeconfig,
+		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
+		"--tls-cert-file=" + serving.CertFile, "--tls-private-key-file=" + serving.KeyFile,
 		"--leader-elect=false",
-		"--controllers=horizontalpodautoscaling,deployment,replicaset,clusterrole-aggregation",
-		"--horizontal-pod-autoscaler-sync-period=5s",
-		// Pods the test adopts are Ready at once; do not discard their CPU as start-up noise.
-		"--horizontal-pod-autoscaler-cpu-initialization-period=5s",
-		"--horizontal-pod-autoscaler-initial-readiness-delay=5s",
-		"-v=2")
+	}, args...)...)
 	fmt.Fprintf(cp.Out, "starting kube-controller-manager\n")
 	if err := kcm.Start(); err != nil {
 		return err

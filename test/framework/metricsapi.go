@@ -162,6 +162,16 @@ func (m *MetricsAPI) PointAPIService(ctx context.Context, service string) error 
 	return nil
 }
 
+// DeleteAPIService deletes the APIService name, if it exists: a backend that does not serve its version (metrics-server
+// serves v1beta1 alone) would leave it unavailable, and clients preferring it (kubectl top) failing.
+func (m *MetricsAPI) DeleteAPIService(ctx context.Context, name string) error {
+	err := m.agg.ApiregistrationV1().APIServices().Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting APIService %s: %w", name, err)
+	}
+	return nil
+}
+
 // APIServiceAvailable reports whether every APIService of APIServiceNames is Available, and else the first one's
 // condition that is not (name, reason and message).
 func (m *MetricsAPI) APIServiceAvailable(ctx context.Context) (bool, string, error) {

@@ -68,8 +68,7 @@ func (s *Sim) AlternateInstances(namespace, pod, container string, every int) er
 // series) for its successor's. The returned function stops the reports.
 func (s *Sim) DetachPod(namespace, name string) (stop func(), err error) {
 	s.mu.Lock()
-	p, ok := s.pods[key(namespace, name)]
-	delete(s.pods, key(namespace, name))
+	p, ok := s.dropLocked(key(namespace, name))
 	s.mu.Unlock()
 	if !ok {
 		return nil, fmt.Errorf("kubeletsim: unknown pod %s/%s", namespace, name)

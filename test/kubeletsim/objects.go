@@ -62,7 +62,8 @@ func (s *Sim) podObject(p *pod) *corev1.Pod {
 	no := false
 	var zero int64
 	obj := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: p.namespace, Labels: maps.Clone(p.labels)},
+		ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: p.namespace, Labels: maps.Clone(p.labels),
+			OwnerReferences: s.ownersOf(p)},
 		Spec: corev1.PodSpec{NodeName: p.node.name, AutomountServiceAccountToken: &no,
 			TerminationGracePeriodSeconds: &zero},
 	}
@@ -79,6 +80,8 @@ func (s *Sim) podObject(p *pod) *corev1.Pod {
 // setPodStatus writes what a kubelet reports for a pod whose containers all run: Running, Ready, started at the
 // sim's start time (well in the past: the HPA ignores the CPU of pods in their first minutes).
 func (s *Sim) setPodStatus(obj *corev1.Pod, p *pod) {
+	p.node.mu.Lock() // restarts change container start times (OpRestart)
+	defer p.node.mu.Unlock()
 	start := metav1.NewTime(p.start)
 	yes := true
 	ip := podIP(p.uid)
@@ -97,7 +100,7 @@ func (s *Sim) setPodStatus(obj *corev1.Pod, p *pod) {
 	for _, c := range p.containers {
 		st.ContainerStatuses = append(st.ContainerStatuses, corev1.ContainerStatus{
 			Name: c.name, Image: c.image, ImageID: c.image, ContainerID: "containerd://" + c.id,
-			Ready: true, Started: &yes,
+			Ready: true, Started: &yes, RestartCount: c.restarts,
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(c.start)}},
 		})
 	}
@@ -158,7 +161,7 @@ func (s *Sim) AddPodStarted(ctx context.Context, c kubernetes.Interface, node st
 		s.mu.Unlock()
 		return fmt.Errorf("kubeletsim: pod %s/%s is already simulated", p.namespace, p.name)
 	}
-	s.pods[key(p.namespace, p.name)] = p
+	s.putLocked(p)
 	s.mu.Unlock()
 	n.addPod(p, now.UnixNano())
 	// Serve metrics before the pod turns Running, so whoever lists Running pods finds their metrics.

@@ -178,6 +178,9 @@ func (s *Sim) handler() http.Handler {
 				http.Error(w, "kubeletsim: request on an unknown listener", http.StatusInternalServerError)
 				return
 			}
+			if n.down.Load() {
+				panic(http.ErrAbortHandler) // a node that left: the connection breaks, as a shut-down node's would
+			}
 			if f := n.fault.Load(); f != nil && serveFault(w, r, f) {
 				return
 			}

@@ -59,6 +59,9 @@ type Usage struct {
 type Truth struct {
 	Nodes map[string]Usage            `json:"nodes"`
 	Pods  map[string]map[string]Usage `json:"pods"`
+	// Changed says, of the pods a Step added or restarted a container of, when it last did: a rate over a
+	// window that straddles the change is not yet the new one, so a reader checks values a few cycles later.
+	Changed map[string]time.Time `json:"changed,omitempty"`
 }
 
 func nanoCores(cores float64) (uint64, error) {
@@ -137,13 +140,15 @@ func (s *Sim) SetPod(namespace, pod string, cpuCores float64, memoryBytes uint64
 
 // RemovePod stops reporting a pod; the node's counter keeps its accumulated value (as a real node's does) and
 // only its rate drops. Unknown pods are ignored: the caller may race with its own deletes.
-func (s *Sim) RemovePod(namespace, pod string) {
+func (s *Sim) RemovePod(namespace, pod string) { s.removePod(namespace, pod) }
+
+// removePod is RemovePod, reporting whether there was such a pod.
+func (s *Sim) removePod(namespace, pod string) bool {
 	s.mu.Lock()
-	p, ok := s.pods[key(namespace, pod)]
-	delete(s.pods, key(namespace, pod))
+	p, ok := s.dropLocked(key(namespace, pod))
 	s.mu.Unlock()
 	if !ok {
-		return
+		return false
 	}
 	n := p.node
 	now := timeNow().UnixNano()
@@ -161,6 +166,7 @@ func (s *Sim) RemovePod(namespace, pod string) {
 			break
 		}
 	}
+	return true
 }
 
 func (s *Sim) lookup(namespace, name string) (*pod, error) {
@@ -175,8 +181,12 @@ func (s *Sim) lookup(namespace, name string) (*pod, error) {
 
 // Truth returns the current usage of every node and pod.
 func (s *Sim) Truth() Truth {
-	t := Truth{Nodes: make(map[string]Usage, len(s.nodes)), Pods: map[string]map[string]Usage{}}
+	t := Truth{Nodes: make(map[string]Usage, len(s.nodes)), Pods: map[string]map[string]Usage{},
+		Changed: map[string]time.Time{}}
 	for _, n := range s.nodes {
+		if n.down.Load() {
+			continue
+		}
 		n.mu.Lock()
 		nu := Usage{CPUNanoCores: n.cpu.rate, MemoryBytes: NodeOverheadMemoryBytes}
 		for _, p := range n.pods {
@@ -190,6 +200,9 @@ func (s *Sim) Truth() Truth {
 				nu.SwapBytes += c.swap
 			}
 			t.Pods[key(p.namespace, p.name)] = cs
+			if !p.changed.IsZero() {
+				t.Changed[key(p.namespace, p.name)] = p.changed
+			}
 		}
 		n.mu.Unlock()
 		t.Nodes[n.name] = nu

@@ -27,8 +27,6 @@ import (
 
 	"github.com/metrics-ring/metrics-ring/test/framework"
 	"github.com/metrics-ring/metrics-ring/test/kubeletsim"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 )
 
 type options struct {
@@ -55,6 +53,7 @@ type options struct {
 	simShard                         int    // >= 0 in a simulator child process only
 	simCABundle                      string // the child's CA bundle file
 	attackOptions
+	soakOptions
 }
 
 func main() {
@@ -96,6 +95,7 @@ func main() {
 	flag.IntVar(&o.simShard, "sim-shard", -1, "internal: serve this shard of the simulated kubelets and nothing else (how the benchmark runs its simulator processes)")
 	flag.StringVar(&o.simCABundle, "sim-ca-bundle", "", "internal: the CA bundle a -sim-shard process signs with")
 	o.attackOptions.flags()
+	o.soakOptions.flags()
 	flag.Parse()
 	if o.simProcesses < 0 {
 		o.simProcesses = simProcessesFor(o.nodes)
@@ -126,10 +126,13 @@ func (o options) validate() error {
 	if o.resolution < time.Second || o.measure < o.resolution || o.requests < 1 {
 		return fmt.Errorf("need -resolution >= 1s, -measure >= -resolution and -requests >= 1")
 	}
-	if !o.scale && !o.load && !o.readers && !o.attack && !o.pageThrough {
-		return fmt.Errorf("nothing to do: -scale, -load, -readers, -attack and -page-through are all off")
+	if !o.scale && !o.load && !o.readers && !o.attack && !o.pageThrough && o.soak == 0 {
+		return fmt.Errorf("nothing to do: -scale, -load, -readers, -attack, -page-through and -soak are all off")
 	}
 	if err := o.validateAttack(); err != nil {
+		return err
+	}
+	if err := o.validateSoak(); err != nil {
 		return err
 	}
 	if o.simProcesses > 0 && (o.simPortBase < 1024 || o.simPortBase+o.nodes > 65536) {
@@ -222,6 +225,7 @@ func run(ctx context.Context, o options) (err error) {
 		return fmt.Errorf("creating simulator: %w", err)
 	}
 	simPids := map[string]int{"bench-scale (simulator)": os.Getpid()}
+	var forward func(kubeletsim.Step) error // churn Steps to the processes serving the cluster
 	if o.simProcesses == 0 {
 		if err := sim.Start(ctx); err != nil {
 			return fmt.Errorf("starting simulator: %w", err)
@@ -234,11 +238,16 @@ func run(ctx context.Context, o options) (err error) {
 			return err
 		}
 		defer shards.stop()
+		forward = shards.forward
 		simPids = shards.pids()
 		simPids["bench-scale (clients)"] = os.Getpid()
 	}
 	r := &result{opts: o}
-	if r.registration, err = register(ctx, cp, sim); err != nil {
+	c, err := fastClient(cp)
+	if err != nil {
+		return err
+	}
+	if r.registration, err = registerCluster(ctx, cp, c, sim, o); err != nil {
 		return err
 	}
 	simCA := filepath.Join(o.dir, "kubelet-ca.crt")
@@ -249,7 +258,8 @@ func run(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
-	env := &benchEnv{opts: o, cp: cp, api: api, sim: sim, simCA: simCA, simPids: simPids}
+	env := &benchEnv{opts: o, cp: cp, api: api, sim: sim, simCA: simCA, simPids: simPids, client: c, forward: forward,
+		planner: sim.NewPlanner(o.churnSeed)}
 	for _, t := range targets {
 		waitQuiet(ctx, os.Stderr, env.others(nil), o.settleMax)
 		tr, err := env.runTarget(ctx, t)
@@ -263,24 +273,5 @@ func run(ctx context.Context, o options) (err error) {
 		r.targets = append(r.targets, tr)
 	}
 	r.print(os.Stdout)
-	return nil
-}
-
-// register writes the simulated Nodes and Pods with a client allowed to go as fast as kube-apiserver takes
-// it; the simulator logs progress every few seconds.
-func register(ctx context.Context, cp *framework.ControlPlane, sim *kubeletsim.Sim) (time.Duration, error) {
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.QPS, cfg.Burst = 5000, 10000
-	c, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return 0, fmt.Errorf("building registration client: %w", err)
-	}
-	start := time.Now()
-	fmt.Fprintf(os.Stderr, "registering %d nodes and %d pods (progress every 5 s)...\n", len(sim.Nodes()), len(sim.Pods()))
-	if err := sim.Register(ctx, c); err != nil {
-		return 0, fmt.Errorf("registering simulated nodes and pods: %w", err)
-	}
-	d := time.Since(start)
-	fmt.Fprintf(os.Stderr, "registered in %s\n", d.Round(time.Second))
-	return d, nil
+	return r.writeSoakPlot()
 }

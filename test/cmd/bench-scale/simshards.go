@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/metrics-ring/metrics-ring/test/kubeletsim"
@@ -23,7 +25,7 @@ const nodesPerSimProcess = 4000
 func (o options) simConfig() kubeletsim.Config {
 	cfg := kubeletsim.Config{Nodes: o.nodes, PodsPerNode: o.pods, ContainersPerPod: o.containers,
 		Namespaces: o.nsCount, Host: "127.0.0.1", FastResource: true, FreshStats: o.freshStats}
-	if o.attack {
+	if o.attack || o.hpa > 0 {
 		cfg.WorkloadPods = o.hpaPods
 	}
 	if o.simProcesses > 0 {
@@ -39,7 +41,27 @@ func simProcessesFor(nodes int) int { return max(1, (nodes+nodesPerSimProcess-1)
 // simShards are the child processes serving the simulated kubelets: this binary run again with -sim-shard.
 type simShards struct {
 	procs []*exec.Cmd
-	stdin []io.Closer // closing one ends that child, also if this process dies without cleaning up
+	// stdin carries churn Steps, one JSON line each; closing it ends that child, also if this process dies
+	// without cleaning up.
+	stdin []io.WriteCloser
+	mu    sync.Mutex // one Step's line at a time
+}
+
+// forward hands st to every child, which applies it to its share of the cluster.
+func (s *simShards) forward(st kubeletsim.Step) error {
+	line, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	line = append(line, '\n')
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, w := range s.stdin {
+		if _, err := w.Write(line); err != nil {
+			return fmt.Errorf("handing a churn step to simulator shard %d: %w", k, err)
+		}
+	}
+	return nil
 }
 
 // startSimShards starts o.simProcesses children, each serving the nodes of its shard of sim's cluster with
@@ -140,8 +162,8 @@ func (s *simShards) stop() {
 	}
 }
 
-// serveSimShard is the child's whole life: serve one shard until stdin closes (the parent stopped or died) or a
-// signal arrives.
+// serveSimShard is the child's whole life: serve one shard, applying the churn Steps read from stdin, until
+// stdin closes (the parent stopped or died) or a signal arrives.
 func serveSimShard(ctx context.Context, o options) error {
 	bundle, err := os.ReadFile(o.simCABundle)
 	if err != nil {
@@ -160,7 +182,7 @@ func serveSimShard(ctx context.Context, o options) error {
 	defer sim.Stop()
 	fmt.Println("ready")
 	eof := make(chan struct{})
-	go func() { _, _ = io.Copy(io.Discard, os.Stdin); close(eof) }()
+	go func() { applySteps(sim, os.Stdin, os.Stderr); close(eof) }()
 	select {
 	case <-eof:
 		return nil
@@ -170,4 +192,22 @@ func serveSimShard(ctx context.Context, o options) error {
 		}
 		return ctx.Err()
 	}
+}
+
+// applySteps applies every Step read from r, one JSON line each, until r ends. A Step that does not apply is
+// logged: this shard then serves a cluster the parent's Truth does not describe, which the parent's checks see.
+func applySteps(sim *kubeletsim.Sim, r io.Reader, log io.Writer) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var st kubeletsim.Step
+		if err := json.Unmarshal(sc.Bytes(), &st); err != nil {
+			fmt.Fprintf(log, "bench-scale: simulator shard: bad step %q: %v\n", sc.Text(), err)
+			continue
+		}
+		if err := sim.Apply(st); err != nil {
+			fmt.Fprintf(log, "bench-scale: simulator shard: %v\n", err)
+		}
+	}
+	_, _ = io.Copy(io.Discard, r)
 }

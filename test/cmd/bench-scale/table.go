@@ -112,6 +112,9 @@ func (r *result) print(w io.Writer) {
 	if o.load {
 		r.printLoad(t)
 	}
+	if o.soak > 0 {
+		r.printSoak(t)
+	}
 	tw.Flush()
 }
 

@@ -7,10 +7,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/metrics-ring/metrics-ring/test/framework"
 	"github.com/metrics-ring/metrics-ring/test/kubeletsim"
+	"k8s.io/client-go/kubernetes"
 )
 
 // target is a server under test and where its self-metrics say what the benchmark needs.
@@ -87,6 +89,9 @@ type benchEnv struct {
 	simCA string
 	// simPids are the processes serving the simulator (and the clients), for the CPU table.
 	simPids map[string]int
+	client  kubernetes.Interface
+	forward func(kubeletsim.Step) error // churn Steps to the other processes serving the cluster (nil: none)
+	planner *kubeletsim.Planner         // plans the churn of every target's soak
 }
 
 // targetResult is everything measured of one target.
@@ -103,6 +108,7 @@ type targetResult struct {
 	readers                      *readersResult
 	attacks                      []*attackResult
 	pageThrough                  *pageThroughResult
+	soak                         *soakResult
 }
 
 // others names the pids of the control plane's processes but except, and of the simulator's.
@@ -139,6 +145,15 @@ func (e *benchEnv) runTarget(ctx context.Context, t target) (*targetResult, erro
 	defer b.Proc.Stop(30 * time.Second)
 	if err := e.api.PointAPIService(ctx, b.Service); err != nil {
 		return nil, err
+	}
+	// An APIService whose version the server does not serve stays unavailable, and kubectl, which prefers v1,
+	// would fail: gone until a server serving it points it back.
+	for _, name := range framework.APIServiceNames {
+		if !slices.Contains(t.apiServicesOrAll(), name) {
+			if err := e.api.DeleteAPIService(ctx, name); err != nil {
+				return nil, err
+			}
+		}
 	}
 	direct, err := b.BenchClient(2 * time.Minute)
 	if err != nil {
@@ -197,6 +212,11 @@ func (e *benchEnv) runTarget(ctx context.Context, t target) (*targetResult, erro
 	}
 	if o.load {
 		if r.load, err = runLoad(ctx, o, t, b, direct, base, hc); err != nil {
+			return nil, err
+		}
+	}
+	if o.soak > 0 {
+		if r.soak, err = e.runSoak(ctx, t, b, direct); err != nil {
 			return nil, err
 		}
 	}

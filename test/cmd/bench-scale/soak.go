@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/metrics-ring/metrics-ring/test/framework"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// soakResult is one server's soak window (issue 29 item 3).
+type soakResult struct {
+	samples          []memSample
+	coll             collection // CPU over the window, and what the server's metrics say of it
+	others           map[string]float64
+	hpa50, hpa99     float64 // the server's latency of namespaced pod lists: the HPA controller's
+	hpaListsPerSec   float64
+	failedMetric     int // FailedGetResourceMetric events in the window
+	hpa              hpaCheck
+	top              topTally
+	probes           probeResult
+	churn            churnTally
+	sampleErrors     int
+	profileStart     string
+	profileEnd       string
+	warmup, duration time.Duration
+}
+
+// memSampleEvery is the soak's memory sampling period: 360 samples an hour, enough to see the collector's rhythm.
+const memSampleEvery = 10 * time.Second
+
+// runSoak runs one server's soak window: churn, the HPA fleet's syncs, a `kubectl top pods -A` and value checks
+// every -soak-top-every, memory every 10 s; then brings back any node that left.
+func (e *benchEnv) runSoak(ctx context.Context, t target, b *framework.Backend, direct *http.Client) (*soakResult, error) {
+	o := e.opts
+	r := &soakResult{warmup: o.soakWarmup, top: topTally{errors: map[string]int{}}}
+	fmt.Fprintf(os.Stderr, "%s: soak for %s: %.1f pods replaced and %.1f containers restarted a second, a node leaving every %s, %d HPAs...\n",
+		t.name, o.soak, o.churnPerSec, o.restartsSec, o.nodeChurnEvery, o.hpa)
+	procs := e.others(b.Proc)
+	before := readProcs(procs)
+	m0, err := scrapeMetrics(ctx, direct, b.URL())
+	if err != nil {
+		return nil, err
+	}
+	var ev0 map[types.UID]int32
+	if o.hpa > 0 {
+		if ev0, err = failedMetricEvents(ctx, e.client); err != nil {
+			return nil, err
+		}
+	}
+	s0, err := b.Proc.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if r.profileStart, err = e.soakProfile(ctx, t, b, direct, "start"); err != nil {
+		return nil, err
+	}
+	r.coll.loadBefore = loadAvg()
+	start := time.Now()
+	until := start.Add(o.soak)
+	tr := newTracker(direct, b.URL(), o.resolution, o.soakTrack)
+	var ch *churner
+	var wg sync.WaitGroup
+	if o.churnPerSec > 0 {
+		ch = e.newSoakChurner()
+		ch.tr = tr
+		wg.Go(func() { ch.run(ctx, until, o.churnPerSec, o.restartsSec, o.nodeChurnEvery) })
+		wg.Go(func() { tr.run(ctx, until) })
+	}
+	wg.Go(func() { r.samples, r.sampleErrors = sampleMemory(ctx, b, direct, start, until) })
+	e.checkEvery(ctx, start, until, r)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r.duration = time.Since(start)
+	s1, err := b.Proc.Stat()
+	if err != nil {
+		return nil, err
+	}
+	minutes := r.duration.Minutes()
+	r.coll.window, r.coll.cpuPerMin, r.coll.rss, r.coll.peakRSS = r.duration, (s1.CPU-s0.CPU).Seconds()/minutes, s1.RSS, s1.PeakRSS
+	r.coll.loadAfter = loadAvg()
+	r.others = cpuSince(procs, before, minutes)
+	m1, err := scrapeMetrics(ctx, direct, b.URL())
+	if err != nil {
+		return nil, err
+	}
+	r.coll.cycleStats(t, m0, m1)
+	const dur = "apiserver_request_duration_seconds"
+	hpaLists := []string{`resource="pods"`, `verb="LIST"`, `group="metrics.k8s.io"`, `scope="namespace"`}
+	r.hpa50 = histogramQuantileWhere(m0, m1, dur, 0.5, hpaLists...)
+	r.hpa99 = histogramQuantileWhere(m0, m1, dur, 0.99, hpaLists...)
+	r.hpaListsPerSec = (m1.sumWhere(dur+"_count", hpaLists...) - m0.sumWhere(dur+"_count", hpaLists...)) / r.duration.Seconds()
+	if o.hpa > 0 {
+		ev1, err := failedMetricEvents(ctx, e.client)
+		if err != nil {
+			return nil, err
+		}
+		r.failedMetric = eventsBetween(ev0, ev1)
+	}
+	if r.profileEnd, err = e.soakProfile(ctx, t, b, direct, "end"); err != nil {
+		return nil, err
+	}
+	r.probes = tr.result()
+	if ch != nil {
+		r.churn = ch.result()
+		ch.restoreNodes(ctx) // the next server starts on the whole cluster
+	}
+	return r, nil
+}
+
+// newSoakChurner churns for one soak window, through the run's Planner.
+func (e *benchEnv) newSoakChurner() *churner {
+	return newChurner(e.sim, e.planner, e.client, e.forward)
+}
+
+// checkEvery runs `kubectl top pods -A` and the HPA check every -soak-top-every until until.
+func (e *benchEnv) checkEvery(ctx context.Context, start, until time.Time, r *soakResult) {
+	o := e.opts
+	for next := start.Add(o.soakTopEvery); next.Before(until); next = next.Add(o.soakTopEvery) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(next)):
+		}
+		r.top.add(runTop(ctx, e.cp, e.sim, 3*o.resolution))
+		if o.hpa > 0 {
+			h, err := checkHPAs(ctx, e.client, e.sim, o.containers)
+			if err != nil {
+				r.top.errors["HPA check: "+errKind(err)]++
+			}
+			r.hpa.add(h)
+		}
+	}
+}
+
+// sampleMemory reads b's RSS and Go heap every memSampleEvery from start until until.
+func sampleMemory(ctx context.Context, b *framework.Backend, hc *http.Client, start, until time.Time) ([]memSample, int) {
+	var out []memSample
+	errs := 0
+	for at := start; at.Before(until); at = at.Add(memSampleEvery) {
+		select {
+		case <-ctx.Done():
+			return out, errs
+		case <-time.After(time.Until(at)):
+		}
+		st, err := b.Proc.Stat()
+		if err != nil {
+			errs++
+			continue
+		}
+		s := memSample{at: time.Since(start), rss: float64(st.RSS), heap: math.NaN()}
+		if m, err := scrapeMetrics(ctx, hc, b.URL()); err == nil {
+			if v, ok := m["go_memstats_heap_inuse_bytes"]; ok {
+				s.heap = v
+			}
+		} else {
+			errs++
+		}
+		out = append(out, s)
+	}
+	return out, errs
+}
+
+// soakProfile saves a heap profile of our server into -soak-heap-profiles, when asked.
+func (e *benchEnv) soakProfile(ctx context.Context, t target, b *framework.Backend, hc *http.Client, when string) (string, error) {
+	if e.opts.soakProfiles == "" || !t.profiles {
+		return "", nil
+	}
+	if err := os.MkdirAll(e.opts.soakProfiles, 0o755); err != nil {
+		return "", err
+	}
+	file := filepath.Join(e.opts.soakProfiles, strings.ReplaceAll(t.name, " ", "-")+"-"+when+".heap")
+	return file, saveProfile(ctx, hc, b.URL()+"/debug/pprof/heap", file)
+}
+
+// readProcs reads the CPU time of each named process.
+func readProcs(procs map[string]int) map[string]framework.ProcStat {
+	out := map[string]framework.ProcStat{}
+	for name, pid := range procs {
+		if st, err := framework.ReadProcStat(pid); err == nil {
+			out[name] = st
+		}
+	}
+	return out
+}
+
+// cpuSince is each process's CPU-s a minute since before.
+func cpuSince(procs map[string]int, before map[string]framework.ProcStat, minutes float64) map[string]float64 {
+	out := map[string]float64{}
+	for name, st := range readProcs(procs) {
+		out[name] = (st.CPU - before[name].CPU).Seconds() / minutes
+	}
+	return out
+}

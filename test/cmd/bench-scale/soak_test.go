@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"encoding/xml"
+	"io"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/metrics-ring/metrics-ring/test/kubeletsim"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// TestSlopes: a leak of 6 MiB an hour under a garbage collector's saw-tooth of 10 MiB shows in the minute minima's
+// slope; the warm-up is left out.
+func TestSlopes(t *testing.T) {
+	var samples []memSample
+	for i := range 360 { // an hour of 10 s samples
+		at := time.Duration(i) * 10 * time.Second
+		saw := float64(i%6) * 2 // 0-10 MiB within each minute
+		warm := 0.0
+		if at < 10*time.Minute {
+			warm = 50 // start-up: discarded
+		}
+		samples = append(samples, memSample{at: at, rss: (100 + 6*at.Hours() + saw + warm) * (1 << 20), heap: math.NaN()})
+	}
+	mb := func(m memSample) float64 { return m.rss / (1 << 20) }
+	if got := slopePerHour(minuteMinima(samples), 10*time.Minute, mb); math.Abs(got-6) > 0.01 {
+		t.Errorf("minute minima slope %.3f MiB/h, want 6", got)
+	}
+	if got := slopePerHour(samples, 10*time.Minute, mb); math.Abs(got-6) > 0.5 {
+		t.Errorf("all-sample slope %.3f MiB/h, want about 6", got)
+	}
+	if got := len(minuteMinima(samples)); got != 60 {
+		t.Errorf("%d minute minima of an hour, want 60", got)
+	}
+	if got := slopePerHour(samples, 0, func(m memSample) float64 { return m.heap }); !math.IsNaN(got) {
+		t.Errorf("slope of a heap never read = %v, want NaN", got)
+	}
+}
+
+// TestPlotIsSmallWellFormedSVG: an hour of two servers' RSS and heap makes a valid SVG document under 50 KB.
+func TestPlotIsSmallWellFormedSVG(t *testing.T) {
+	var lines []plotLine
+	for i, name := range []string{"metrics-ring", `metrics-server "v0.9.0" <x>`} {
+		for _, dashed := range []bool{false, true} {
+			l := plotLine{name: name, color: plotColors[i], dashed: dashed}
+			for s := range 360 {
+				l.points = append(l.points, [2]float64{float64(s) / 6, 100 + 10*math.Sin(float64(s))})
+			}
+			lines = append(lines, l)
+		}
+	}
+	var b bytes.Buffer
+	if err := writePlot(&b, "soak & more", lines); err != nil {
+		t.Fatal(err)
+	}
+	if b.Len() > 50<<10 {
+		t.Errorf("plot is %d bytes, want under 50 KB", b.Len())
+	}
+	d := xml.NewDecoder(&b)
+	polylines := 0
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("not well-formed XML: %v", err)
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "polyline" {
+			polylines++
+		}
+	}
+	if polylines != 4 {
+		t.Errorf("%d polylines, want 4", polylines)
+	}
+}
+
+// TestTrackerSettles: time to be served from Running, deleted pods served after their deletion and for how
+// long, pods over the limit counted and not probed.
+func TestTrackerSettles(t *testing.T) {
+	res := 15 * time.Second
+	tr := newTracker(nil, "", res, 2)
+	t0 := time.Unix(1000, 0)
+	tr.created("ns/a", nil, t0)
+	tr.created("ns/b", nil, t0)
+	tr.created("ns/c", nil, t0) // over the limit
+	tr.deleted("ns/x", nil, t0)
+	tr.deleted("ns/y", nil, t0)
+	tr.settle(t0.Add(5*time.Second), []string{"ns/a", "ns/b", "ns/x", "ns/y"}, []bool{true, false, true, false}, make([]string, 4))
+	tr.settle(t0.Add(12*time.Second), []string{"ns/b", "ns/x"}, []bool{false, false}, make([]string, 2))
+	tr.settle(t0.Add(6*res), nil, nil, nil) // b never served
+	r := tr.result()
+	if len(r.toServe) != 1 || r.toServe[0] != 5*time.Second || r.neverServed != 1 || r.newUntracked != 1 {
+		t.Errorf("new pods: served after %v, never %d, untracked %d; want [5s], 1, 1", r.toServe, r.neverServed, r.newUntracked)
+	}
+	if r.servedAfterDeletion != 1 || r.maxServedAfter != 5*time.Second || r.deletedSeen != 2 {
+		t.Errorf("deleted pods: %d served after deletion, longest %v, %d tracked; want 1, 5s, 2",
+			r.servedAfterDeletion, r.maxServedAfter, r.deletedSeen)
+	}
+	if got := r.cycles(0.5, res); got != 5.0/15 {
+		t.Errorf("p50 %.3f cycles, want 1/3", got)
+	}
+}
+
+func TestCheckTopRow(t *testing.T) {
+	want := map[string]kubeletsim.Usage{
+		"app":     {CPUNanoCores: 30_000_000, MemoryBytes: 100 << 20},
+		"sidecar": {CPUNanoCores: 20_000_000, MemoryBytes: 28 << 20},
+	}
+	for _, c := range []struct {
+		cpu, mem string
+		ok       bool
+	}{
+		{"50m", "128Mi", true},
+		{"51m", "135Mi", true}, // the working set wanders up to 1/16 above
+		{"60m", "128Mi", false},
+		{"50m", "140Mi", false},
+		{"50m", "100Mi", false},
+		{"0.05", "128Mi", false},
+	} {
+		if msg := checkTopRow(want, c.cpu, c.mem); (msg == "") != c.ok {
+			t.Errorf("checkTopRow(%s, %s) = %q, want ok %v", c.cpu, c.mem, msg, c.ok)
+		}
+	}
+}
+
+func TestEventsBetween(t *testing.T) {
+	before := map[types.UID]int32{"a": 3}
+	after := map[types.UID]int32{"a": 5, "b": 1}
+	if got := eventsBetween(before, after); got != 3 {
+		t.Errorf("eventsBetween = %d, want 3 (2 repeats of a, b once)", got)
+	}
+}
+
+func TestSoakFlagsValidated(t *testing.T) {
+	base := options{nodes: 10, pods: 30, containers: 2, nsCount: 10, resolution: 15 * time.Second,
+		measure: time.Minute, requests: 1, simProcesses: 0}
+	base.hpaPods = 15
+	for _, c := range []struct {
+		name string
+		set  func(o *options)
+		want string
+	}{
+		{"churn without soak", func(o *options) { o.scale, o.churnPerSec = true, 1 }, "set -soak"},
+		{"warm-up longer than the soak", func(o *options) { o.soak, o.soakWarmup = 2*time.Minute, 3*time.Minute }, "no memory samples"},
+		{"more HPAs than workloads", func(o *options) { o.soak, o.soakWarmup, o.hpa = time.Hour, time.Minute, 21 }, "has 20 workloads"},
+	} {
+		o := base
+		o.soakTopEvery, o.soakTrack, o.hpaSyncPeriod = time.Minute, 1, 15*time.Second
+		c.set(&o)
+		if err := o.validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: validate() = %v, want an error saying %q", c.name, err, c.want)
+		}
+	}
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/metrics-ring/metrics-ring/test/kubeletsim"
+)
+
+// soakOptions are the soak phase's flags (issue 29): churn, the HPA fleet through the real controller, and a
+// long window per server with memory over time.
+type soakOptions struct {
+	soak                     time.Duration
+	churnPerSec, restartsSec float64
+	nodeChurnEvery           time.Duration
+	churnSeed                uint64
+	hpa, hpaSyncs            int
+	hpaSyncPeriod            time.Duration
+	soakPlot, soakProfiles   string
+	soakWarmup, soakTopEvery time.Duration
+	soakTrack                int
+}
+
+func (o *soakOptions) flags() {
+	flag.DurationVar(&o.soak, "soak", 0, "run the soak phase for this long per server (0: none): churn, the HPA fleet and `kubectl top pods -A` every -soak-top-every, with RSS and Go heap sampled every 10 s (`make bench-soak`)")
+	flag.Float64Var(&o.churnPerSec, "churn-per-sec", 0, "during the soak, pods replaced a second: each deleted and a successor created under a new name on a random node, in its namespace with its labels (a few also move when a node leaves)")
+	flag.Float64Var(&o.restartsSec, "restarts-per-sec", 1, "during the soak with churn, container restarts a second (a new start time and a counter from zero)")
+	flag.DurationVar(&o.nodeChurnEvery, "node-churn-every", 5*time.Minute, "during the soak with churn, a random node leaves this often (its pods replaced on others, its Node deleted, its kubelet gone) and the one that left before comes back (0: none)")
+	flag.Uint64Var(&o.churnSeed, "churn-seed", 29, "seed of the churn's random choices")
+	flag.IntVar(&o.hpa, "hpa", 0, "HPA fleet: this many Deployments of -hpa-pods pods, each with an autoscaling/v2 HPA on CPU utilization, synced by the real kube-controller-manager (HPA controller alone) during the soak")
+	flag.IntVar(&o.hpaSyncs, "hpa-syncs", 0, "--concurrent-horizontal-pod-autoscaler-syncs of kube-controller-manager (0: one per 40 HPAs, 5 to 50, as a large cluster would raise the default 5)")
+	flag.DurationVar(&o.hpaSyncPeriod, "hpa-sync-period", 15*time.Second, "--horizontal-pod-autoscaler-sync-period of kube-controller-manager")
+	flag.StringVar(&o.soakPlot, "soak-plot", filepath.Join(os.TempDir(), "metrics-ring-soak.svg"), "where the soak's plot of RSS and Go heap over time is written (SVG)")
+	flag.StringVar(&o.soakProfiles, "soak-heap-profiles", "", "folder for heap profiles of metrics-ring at the start and the end of its soak (none when empty; keep it outside the repository)")
+	flag.DurationVar(&o.soakWarmup, "soak-warmup", 10*time.Minute, "memory samples of the soak's first this long are left out of the RSS and heap slopes")
+	flag.DurationVar(&o.soakTopEvery, "soak-top-every", time.Minute, "how often the soak runs `kubectl top pods -A` and checks served values, and the HPAs' status, against the truth")
+	flag.IntVar(&o.soakTrack, "soak-track", 40, "during the soak, at most this many new pods (until served) and as many deleted pods (until no longer served) are probed each second")
+}
+
+// hpaSyncsOrAuto is the --concurrent-horizontal-pod-autoscaler-syncs to run with.
+func (o soakOptions) hpaSyncsOrAuto() int {
+	if o.hpaSyncs > 0 {
+		return o.hpaSyncs
+	}
+	return min(50, max(5, o.hpa/40))
+}
+
+func (o options) validateSoak() error {
+	if o.soak == 0 && (o.churnPerSec > 0 || o.hpa > 0) {
+		return fmt.Errorf("-churn-per-sec and -hpa act during the soak phase: set -soak")
+	}
+	if o.soak == 0 {
+		return nil
+	}
+	if o.soak < time.Minute || o.churnPerSec < 0 || o.churnPerSec > 1000 || o.restartsSec < 0 ||
+		o.restartsSec > 1000 || o.nodeChurnEvery < 0 || o.hpa < 0 || o.hpaSyncs < 0 ||
+		o.hpaSyncPeriod < time.Second || o.soakTopEvery < 10*time.Second || o.soakTrack < 1 || o.soakWarmup < 0 {
+		return fmt.Errorf("need -soak >= 1m, -churn-per-sec and -restarts-per-sec in [0, 1000], -node-churn-every, -hpa, -hpa-syncs and -soak-warmup >= 0, -hpa-sync-period >= 1s, -soak-top-every >= 10s and -soak-track >= 1")
+	}
+	if o.soakWarmup >= o.soak {
+		return fmt.Errorf("-soak-warmup %s leaves no memory samples of a %s soak for the slope", o.soakWarmup, o.soak)
+	}
+	if o.hpa > 0 {
+		if n := kubeletsim.Workloads(o.simConfig()); o.hpa > n || o.hpaPods < 1 {
+			return fmt.Errorf("-hpa %d: the cluster has %d workloads of -hpa-pods %d pods (%d pods in %d namespaces)", o.hpa, n, o.hpaPods, o.nodes*o.pods, o.nsCount)
+		}
+	}
+	if o.nodeChurnEvery > 0 && o.churnPerSec > 0 && o.nodes < 2 {
+		return fmt.Errorf("-node-churn-every needs at least 2 nodes (the pods of the node that leaves move to another)")
+	}
+	return nil
+}

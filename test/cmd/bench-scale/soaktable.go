@@ -1,0 +1,166 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// printSoak prints the soak's table (issue 29 item 3): one column per server, ratios where they mean something.
+func (r *result) printSoak(t table) {
+	o := r.opts
+	fmt.Fprintln(t.tw)
+	fmt.Fprintf(t.tw, "soak: %s per server; churn %.1f pods replaced and %.1f containers restarted a second, a node leaving every %s; %d HPAs (%d pods each, %s sync, %d concurrent syncs); `kubectl top pods -A` every %s; slopes after the first %s\n",
+		o.soak, o.churnPerSec, o.restartsSec, o.nodeChurnEvery, o.hpa, o.hpaPods, o.hpaSyncPeriod, o.hpaSyncsOrAuto(), o.soakTopEvery, o.soakWarmup)
+	t.header("soak measure")
+	s := func(f func(s *soakResult) float64) func(*targetResult) float64 {
+		return func(tr *targetResult) float64 {
+			if tr.soak == nil {
+				return math.NaN()
+			}
+			return f(tr.soak)
+		}
+	}
+	mibH := func(v float64) string { return fmt.Sprintf("%+.1f MiB/h", v) }
+	pct := func(v float64) string { return fmt.Sprintf("%+.2f %%", v) }
+	num := func(v float64) string { return fmt.Sprintf("%.0f", v) }
+	cyc := func(v float64) string { return fmt.Sprintf("%.2f cycles", v) }
+	rss := func(x *soakResult) []memSample { return x.samples }
+	t.row("pods replaced / containers restarted", false, num, s(func(x *soakResult) float64 { return float64(x.churn.replaced) }))
+	t.row("  restarts", false, num, s(func(x *soakResult) float64 { return float64(x.churn.restarted) }))
+	t.row("  nodes that left", false, num, s(func(x *soakResult) float64 { return float64(x.churn.nodesDown) }))
+	t.row("RSS at the start of the soak", true, mibf, s(func(x *soakResult) float64 { return first(rss(x)).rss }))
+	t.row("RSS at the end", true, mibf, s(func(x *soakResult) float64 { return last(rss(x)).rss }))
+	t.row("RSS mean after warm-up", true, mibf, s(func(x *soakResult) float64 { return meanRSS(x.samples, x.warmup) }))
+	slope := func(x *soakResult) float64 {
+		return slopePerHour(x.samples, x.warmup, func(m memSample) float64 { return m.rss / (1 << 20) })
+	}
+	minSlope := func(x *soakResult) float64 {
+		return slopePerHour(minuteMinima(x.samples), x.warmup, func(m memSample) float64 { return m.rss / (1 << 20) })
+	}
+	t.row("RSS slope after warm-up (10 s samples)", false, mibH, s(slope))
+	t.row("  of the mean RSS, per hour", false, pct, s(func(x *soakResult) float64 { return slope(x) * (1 << 20) / meanRSS(x.samples, x.warmup) * 100 }))
+	t.row("RSS slope of each minute's lowest", false, mibH, s(minSlope))
+	t.row("  of the mean RSS, per hour", false, pct, s(func(x *soakResult) float64 { return minSlope(x) * (1 << 20) / meanRSS(x.samples, x.warmup) * 100 }))
+	t.row("Go heap in use slope after warm-up", false, mibH, s(func(x *soakResult) float64 {
+		return slopePerHour(x.samples, x.warmup, func(m memSample) float64 { return m.heap / (1 << 20) })
+	}))
+	t.row("CPU over the soak", true, cpu, s(func(x *soakResult) float64 { return x.coll.cpuPerMin }))
+	t.row("HPA lists a second (server's count)", false, func(v float64) string { return fmt.Sprintf("%.1f", v) }, s(func(x *soakResult) float64 { return x.hpaListsPerSec }))
+	t.row("HPA list latency p50 (server's histogram)", true, seconds, s(func(x *soakResult) float64 { return x.hpa50 }))
+	t.row("HPA list latency p99 (server's histogram)", true, seconds, s(func(x *soakResult) float64 { return x.hpa99 }))
+	t.row("FailedGetResourceMetric events", false, num, s(func(x *soakResult) float64 { return float64(x.failedMetric) }))
+	t.row("HPA status vs truth: checks", false, num, s(func(x *soakResult) float64 { return float64(x.hpa.checks) }))
+	t.row("  agree / differ / no current metric", false, num, s(func(x *soakResult) float64 { return float64(x.hpa.agree) }))
+	t.row("  differ", false, num, s(func(x *soakResult) float64 { return float64(x.hpa.off) }))
+	t.row("  no current metric", false, num, s(func(x *soakResult) float64 { return float64(x.hpa.none) }))
+	t.row("  largest difference (points)", false, func(v float64) string { return fmt.Sprintf("%.1f", v) }, s(func(x *soakResult) float64 { return x.hpa.maxOff }))
+	t.row("new pods probed until served", false, num, s(func(x *soakResult) float64 { return float64(len(x.probes.toServe)) }))
+	t.row("  time to be served p50", true, cyc, s(func(x *soakResult) float64 { return x.probes.cycles(0.5, o.resolution) }))
+	t.row("  time to be served p99", true, cyc, s(func(x *soakResult) float64 { return x.probes.cycles(0.99, o.resolution) }))
+	t.row("  not served within 6 cycles", false, num, s(func(x *soakResult) float64 { return float64(x.probes.neverServed) }))
+	t.row("  not probed (over -soak-track)", false, num, s(func(x *soakResult) float64 { return float64(x.probes.newUntracked) }))
+	t.row("deleted pods probed", false, num, s(func(x *soakResult) float64 { return float64(x.probes.deletedSeen) }))
+	t.row("  served 1 s or more after their deletion", false, num, s(func(x *soakResult) float64 { return float64(x.probes.servedAfterDeletion) }))
+	t.row("  longest served after deletion", false, secs, s(func(x *soakResult) float64 { return x.probes.maxServedAfter.Seconds() }))
+	t.row("kubectl top pods -A: runs / failed", false, num, s(func(x *soakResult) float64 { return float64(x.top.runs) }))
+	t.row("  failed", false, num, s(func(x *soakResult) float64 { return float64(x.top.failed) }))
+	t.row("  slowest", true, secs, s(func(x *soakResult) float64 { return x.top.maxTook.Seconds() }))
+	t.row("  rows: wrong values / missing / deleted", false, num, s(func(x *soakResult) float64 { return float64(x.top.wrong) }))
+	t.row("  missing", false, num, s(func(x *soakResult) float64 { return float64(x.top.missing) }))
+	t.row("  deleted pods shown", false, num, s(func(x *soakResult) float64 { return float64(x.top.extra) }))
+	t.row("kubelet requests failed in the soak", false, num, s(func(x *soakResult) float64 { return x.coll.failuresInWindow }))
+	for _, tr := range t.targets {
+		if tr.soak == nil {
+			continue
+		}
+		x := tr.soak
+		errs := map[string]int{}
+		for k, n := range x.churn.errors {
+			errs["churn "+k] += n
+		}
+		for k, n := range x.probes.errors {
+			errs["probe "+k] += n
+		}
+		for k, n := range x.top.errors {
+			errs[k] += n
+		}
+		if x.sampleErrors > 0 {
+			errs["memory samples"] += x.sampleErrors
+		}
+		t.footnote(tr.name+" soak", x.coll, errs)
+		if x.top.example != "" {
+			fmt.Fprintf(t.tw, "  %s: first disagreement of kubectl top with the truth: %s\n", tr.name, x.top.example)
+		}
+		if x.profileStart != "" {
+			fmt.Fprintf(t.tw, "  %s: heap profiles %s and %s\n", tr.name, x.profileStart, x.profileEnd)
+		}
+		others := make([]string, 0, len(x.others))
+		for name, v := range x.others {
+			others = append(others, fmt.Sprintf("%s %.2f", name, v))
+		}
+		slices.Sort(others)
+		fmt.Fprintf(t.tw, "  %s soak, CPU-s/min of the others: %s\n", tr.name, strings.Join(others, ", "))
+	}
+}
+
+func first(s []memSample) memSample {
+	if len(s) == 0 {
+		return memSample{rss: math.NaN()}
+	}
+	return s[0]
+}
+
+func last(s []memSample) memSample {
+	if len(s) == 0 {
+		return memSample{rss: math.NaN()}
+	}
+	return s[len(s)-1]
+}
+
+// plotColors tell the servers apart; RSS is drawn solid and the Go heap dashed in the server's color.
+var plotColors = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd"}
+
+// writeSoakPlot writes RSS and Go heap over time of every server's soak to -soak-plot.
+func (r *result) writeSoakPlot() error {
+	o := r.opts
+	if o.soak == 0 {
+		return nil
+	}
+	var lines []plotLine
+	for i, tr := range r.targets {
+		if tr.soak == nil {
+			continue
+		}
+		color := plotColors[i%len(plotColors)]
+		rss := plotLine{name: tr.name + " RSS", color: color}
+		heap := plotLine{name: tr.name + " Go heap in use", color: color, dashed: true}
+		for _, s := range tr.soak.samples {
+			x := s.at.Minutes()
+			rss.points = append(rss.points, [2]float64{x, s.rss / (1 << 20)})
+			if !math.IsNaN(s.heap) {
+				heap.points = append(heap.points, [2]float64{x, s.heap / (1 << 20)})
+			}
+		}
+		lines = append(lines, rss, heap)
+	}
+	if err := os.MkdirAll(filepath.Dir(o.soakPlot), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(o.soakPlot)
+	if err != nil {
+		return err
+	}
+	title := fmt.Sprintf("soak: %d nodes x %d pods, %.0f pods/s replaced, %d HPAs, %s per server", o.nodes, o.pods,
+		o.churnPerSec, o.hpa, o.soak.Round(time.Minute))
+	if err := writePlot(f, title, lines); err != nil {
+		f.Close()
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "soak plot written to %s\n", o.soakPlot)
+	return f.Close()
+}
