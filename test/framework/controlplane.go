@@ -211,7 +211,8 @@ func (cp *ControlPlane) modeArgs() []string {
 	if cp.nodeAddress != "" {
 		// ServiceAccount admission is on (the default), and the kubernetes Service's endpoints are the node's
 		// address (the default lease reconciler).
-		return []string{"--enable-aggregator-routing=true"}
+		// The node's name resolves nowhere: kube-apiserver reaches its kubelet (logs, port-forward) by address.
+		return []string{"--enable-aggregator-routing=true", "--kubelet-preferred-address-types=InternalIP"}
 	}
 	return []string{
 		// The default, spelled out: the aggregator resolves a Service (ExternalName here) rather than
