@@ -6,6 +6,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"time"
 )
 
 // BuildMetricsRingImage builds metrics-ring's image as `make image-archive IMAGE=<image>
@@ -23,8 +24,10 @@ func BuildMetricsRingImage(ctx context.Context, dir, image string, out io.Writer
 		"-image", image, "-platforms", "linux/amd64", "-version", "e2e")
 	cmd.Dir = modDir
 	cmd.Stdout, cmd.Stderr = out, out
+	start := time.Now()
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("go run ./cmd/image in %s: %w", modDir, err)
 	}
+	fmt.Fprintf(out, "built metrics-ring's image in %.0f s\n", time.Since(start).Seconds())
 	return archive, nil
 }
