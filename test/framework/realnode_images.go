@@ -37,13 +37,8 @@ const (
 // imagePath is the PATH of the images, as a Linux distribution's image sets it (stress is found on it).
 const imagePath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-// FullImageName is the name containerd stores an image under (docker.io/ made explicit for Docker Hub's).
-func FullImageName(image string) string {
-	if ref, err := name.ParseReference(image); err == nil && ref.Context().RegistryStr() != name.DefaultRegistry {
-		return image
-	}
-	return "docker.io/" + image
-}
+// FullImageName is the name containerd stores an image under (docker.io/ made explicit).
+func FullImageName(image string) string { return "docker.io/" + image }
 
 // importNodeImages builds the images into dir and imports them into the containerd at socket (namespace
 // k8s.io, the CRI's).
