@@ -1,7 +1,9 @@
 # End-to-end targets, included by the top-level Makefile (-include test/test.mk).
 # The control-plane tools (etcd, kube-apiserver, kube-controller-manager, kubectl) are built from the pinned
 # modules in test/go.mod into $(METRICS_RING_CACHE), keyed by version, the first time only; metrics-ring is
-# rebuilt from this repository every time (incrementally).
+# rebuilt from this repository every time (incrementally). The real node packages (e2e/realnode, e2e/realinstall)
+# build the kubelet, kube-scheduler and metrics-server v0.9.0 (its server and its end-to-end suite) the same way on
+# first use, and metrics-ring's image (`make image-archive`, linux/amd64) into their run's folder every run.
 
 METRICS_RING_TEST_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 METRICS_RING_CACHE ?= $(HOME)/.cache/metrics-ring

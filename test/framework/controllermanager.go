@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -22,9 +23,23 @@ var TestControllerManagerArgs = []string{
 }
 
 // StartControllerManager starts kube-controller-manager with TestControllerManagerArgs, if it is not running
-// yet, and waits for its /healthz.
+// yet, and waits for its /healthz. For pods of a real node (Options.NodeAddress) it also runs what they need:
+// ServiceAccounts in every namespace, the kube-root-ca.crt ConfigMap their tokens' volumes mount, the endpoints
+// of Services (the aggregator dials them) and the garbage collector (deleting a Deployment deletes its
+// ReplicaSets and pods).
 func (cp *ControlPlane) StartControllerManager(ctx context.Context) error {
-	return cp.StartControllerManagerWith(ctx, TestControllerManagerArgs)
+	args := TestControllerManagerArgs
+	if cp.nodeAddress != "" {
+		args = make([]string, 0, len(TestControllerManagerArgs)+1)
+		for _, a := range TestControllerManagerArgs {
+			if strings.HasPrefix(a, "--controllers=") {
+				a += ",serviceaccount,root-ca-cert-publisher,endpoint,endpointslice,garbagecollector"
+			}
+			args = append(args, a)
+		}
+		args = append(args, "--root-ca-file="+cp.ServerCA.CertFile)
+	}
+	return cp.StartControllerManagerWith(ctx, args)
 }
 
 // StartControllerManagerWith starts kube-controller-manager, if it is not running yet, with args (which

@@ -32,7 +32,16 @@ type Options struct {
 	// ExtraAPIServerArgs are appended to kube-apiserver's flags (a later flag wins), e.g. higher in-flight
 	// limits for the scale benchmark.
 	ExtraAPIServerArgs []string
+	// NodeAddress, when set, makes a control plane for pods of a real node (the chart and overlays installed for
+	// real): kube-apiserver listens and advertises there (pods cannot reach loopback), its certificate names it
+	// and the kubernetes Service's address, the ServiceAccount admission plugin runs (pods get tokens), the
+	// aggregator dials the endpoints of an APIService's Service (pod addresses: no kube-proxy runs), and the
+	// controller manager runs what pods need (see StartControllerManager).
+	NodeAddress string
 }
+
+// KubernetesServiceIP is the kubernetes Service's address, the first of --service-cluster-ip-range.
+const KubernetesServiceIP = "10.0.0.1"
 
 // ControlPlane is a running etcd + kube-apiserver (+ kube-controller-manager).
 type ControlPlane struct {
@@ -49,9 +58,11 @@ type ControlPlane struct {
 
 	admin     *KeyPair
 	extraArgs []string
-	etcd      *Process
-	apiserver *Process
-	kcm       *Process
+	// nodeAddress is Options.NodeAddress.
+	nodeAddress string
+	etcd        *Process
+	apiserver   *Process
+	kcm         *Process
 
 	mu    sync.Mutex
 	procs []*Process
@@ -68,7 +79,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", opts.Dir, err)
 	}
-	cp = &ControlPlane{Dir: opts.Dir, Tools: opts.Tools, Out: opts.Out, extraArgs: opts.ExtraAPIServerArgs}
+	cp = &ControlPlane{Dir: opts.Dir, Tools: opts.Tools, Out: opts.Out, extraArgs: opts.ExtraAPIServerArgs, nodeAddress: opts.NodeAddress}
 	defer func() {
 		if err != nil {
 			cp.DumpLogs(cp.Out, 40)
@@ -117,7 +128,11 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cp.URL = "https://127.0.0.1:" + strconv.Itoa(port)
+	address := "127.0.0.1"
+	if cp.nodeAddress != "" {
+		address = cp.nodeAddress
+	}
+	cp.URL = "https://" + net.JoinHostPort(address, strconv.Itoa(port))
 	pki := filepath.Join(cp.Dir, "pki")
 	if err := os.MkdirAll(pki, 0o700); err != nil {
 		return fmt.Errorf("creating %s: %w", pki, err)
@@ -134,7 +149,14 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 	serving, err := cp.ServerCA.Issue(pki, "apiserver", CertSpec{
 		CommonName: "kube-apiserver", Server: true,
 		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
-		IPs:      []net.IP{net.ParseIP("127.0.0.1")},
+		IPs:      []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(address), net.ParseIP(KubernetesServiceIP)},
+	})
+	if err != nil {
+		return err
+	}
+	// kube-apiserver's identity toward kubelets (logs, port-forward), as kubeadm's.
+	kubeletClient, err := cp.ClientCA.Issue(pki, "apiserver-kubelet-client", CertSpec{
+		CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"},
 	})
 	if err != nil {
 		return err
@@ -160,7 +182,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 	}
 	cp.apiserver = NewProcess(cp.Dir, "kube-apiserver", cp.Tools.APIServer,
 		"--etcd-servers="+strings.TrimSuffix(cp.etcdURL(), "/"),
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(port),
+		"--bind-address="+address, "--advertise-address="+address, "--secure-port="+strconv.Itoa(port),
 		"--cert-dir="+pki,
 		"--tls-cert-file="+serving.CertFile, "--tls-private-key-file="+serving.KeyFile,
 		"--client-ca-file="+cp.ClientCA.CertFile,
@@ -174,6 +196,25 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 		"--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--proxy-client-cert-file="+proxyClient.CertFile, "--proxy-client-key-file="+proxyClient.KeyFile,
+		"--kubelet-client-certificate="+kubeletClient.CertFile, "--kubelet-client-key="+kubeletClient.KeyFile,
+		"-v=1")
+	cp.apiserver.Args = append(cp.apiserver.Args, cp.modeArgs()...)
+	cp.apiserver.Args = append(cp.apiserver.Args, cp.extraArgs...)
+	cp.track(cp.apiserver)
+	fmt.Fprintf(cp.Out, "starting kube-apiserver on %s\n", cp.URL)
+	return cp.startAndWaitAPIServer(ctx)
+}
+
+// modeArgs are kube-apiserver's flags that differ between a control plane of simulated nodes on loopback and
+// one for pods of a real node (Options.NodeAddress).
+func (cp *ControlPlane) modeArgs() []string {
+	if cp.nodeAddress != "" {
+		// ServiceAccount admission is on (the default), and the kubernetes Service's endpoints are the node's
+		// address (the default lease reconciler).
+		// The node's name resolves nowhere: kube-apiserver reaches its kubelet (logs, port-forward) by address.
+		return []string{"--enable-aggregator-routing=true", "--kubelet-preferred-address-types=InternalIP"}
+	}
+	return []string{
 		// The default, spelled out: the aggregator resolves a Service (ExternalName here) rather than
 		// endpoints, which is what lets each backend live on its own loopback address.
 		"--enable-aggregator-routing=false",
@@ -181,11 +222,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 		"--disable-admission-plugins=ServiceAccount",
 		// The kubernetes Service's endpoints cannot be a loopback address; nothing here needs them.
 		"--endpoint-reconciler-type=none",
-		"-v=1")
-	cp.apiserver.Args = append(cp.apiserver.Args, cp.extraArgs...)
-	cp.track(cp.apiserver)
-	fmt.Fprintf(cp.Out, "starting kube-apiserver on %s\n", cp.URL)
-	return cp.startAndWaitAPIServer(ctx)
+	}
 }
 
 func (cp *ControlPlane) etcdURL() string {

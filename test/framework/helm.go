@@ -43,6 +43,5 @@ func buildHelm(dst string, out io.Writer) error {
 	if err := os.Rename(filepath.Join(tmp, "helm"), dst); err != nil {
 		return fmt.Errorf("installing %s: %w", dst, err)
 	}
-	fmt.Fprintf(out, "built %s\n", dst)
 	return nil
 }

@@ -42,7 +42,7 @@ func RunSuite(m *testing.M, cfg SuiteConfig) int {
 	return runMain(m, cfg.Name, func(m *testing.M, dir string) (code int, err error) {
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout)
 		defer cancel()
-		s := &Suite{Dir: dir}
+		s := &Suite{Name: cfg.Name, Dir: dir}
 		defer func() {
 			failed := code != 0 || err != nil
 			for i := len(s.onExit) - 1; i >= 0; i-- {

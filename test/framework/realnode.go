@@ -30,7 +30,7 @@ type RealNode struct {
 	// kubelet's secure port there.
 	IP   string
 	Port int
-	// CAFile holds the CA of the kubelet's serving certificate.
+	// CAFile holds the CA of the kubelet's serving certificate: the control plane's (ControlPlane.ServerCA).
 	CAFile string
 	// CgroupRoot is the kubelet's cgroupRoot, under every hierarchy (without the leading slash).
 	CgroupRoot string
@@ -166,10 +166,9 @@ func (n *RealNode) prepare(cp *ControlPlane, kubelet string) error {
 	if err := os.MkdirAll(pki, 0o700); err != nil {
 		return fmt.Errorf("creating %s: %w", pki, err)
 	}
-	ca, err := NewCA(pki, "kubelet-serving-ca")
-	if err != nil {
-		return err
-	}
+	// Signed by the cluster's CA, as kubelets with serverTLSBootstrap are: a pod verifies it with the CA its
+	// ServiceAccount token's volume holds (metrics-ring installed for real needs no --kubelet-insecure-tls).
+	ca := cp.ServerCA
 	n.CAFile = ca.CertFile
 	serving, err := ca.Issue(pki, "kubelet-serving", CertSpec{
 		CommonName: n.Name, Server: true, DNSNames: []string{n.Name}, IPs: []net.IP{net.ParseIP(n.IP)},

@@ -8,8 +8,11 @@ import (
 	"strings"
 )
 
-// Pod network of the real node: a bridge without a gateway address (so the bridge plugin leaves the host's
-// ip_forward alone) and without masquerading (so it adds no iptables rule); the tests' pods need no network.
+// Pod network of the real node: a bridge with the subnet's gateway address, the pods' default route, so that pods
+// reach the node's address (the kubelet, kube-apiserver behind the kubernetes Service) and the aggregator reaches
+// pods; without
+// masquerading (so it adds no iptables rule): pods talk to this host only. As a gateway the bridge plugin sets
+// ip_forward, put back with the kubelet's tunables when the node stops.
 const realNodePodSubnet = "10.217.0.0/24"
 
 // containerdConfig is containerd 1.6's configuration with every path it writes under dir, the sandbox image
@@ -58,7 +61,7 @@ func cniConfig(dir string) string {
   "cniVersion": "0.4.0",
   "name": "metrics-ring-realnode",
   "plugins": [{
-    "type": "bridge", "bridge": %q, "isGateway": false, "ipMasq": false,
+    "type": "bridge", "bridge": %q, "isGateway": true, "isDefaultGateway": true, "ipMasq": false,
     "ipam": {"type": "host-local", "ranges": [[{"subnet": %q}]], "dataDir": %q}
   }]
 }

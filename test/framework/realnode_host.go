@@ -27,10 +27,11 @@ const (
 )
 
 // kubeletSysctls are the kernel tunables the kubelet sets when protectKernelDefaults is false (it refuses to
-// start otherwise unless they already have its values); they are put back when the node stops.
+// start otherwise unless they already have its values), and ip_forward, which the CNI bridge plugin sets for a
+// gateway; they are put back when the node stops.
 var kubeletSysctls = []string{
 	"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
-	"kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes",
+	"kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes", "net/ipv4/ip_forward",
 }
 
 // kubeletChains are the iptables chains the kubelet makes when iptables is installed: table, chain, and the

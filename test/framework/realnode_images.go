@@ -6,9 +6,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -18,14 +21,21 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
-// The real node's images, both test/cmd/workload (no registry is reachable: they are built here and imported
-// into containerd under the names pods use, with imagePullPolicy Never).
+// The real node's images, all test/cmd/workload (no registry is reachable: they are built here and imported
+// into containerd under the names pods use, with imagePullPolicy Never or IfNotPresent).
 const (
 	// PauseImage is the sandbox image (containerd's sandbox_image): workload -pause.
 	PauseImage = "metrics-ring-test/pause:v1"
 	// WorkloadImage runs workload: pass -millicores, -memory-mib, -duration, -exit-code as args.
 	WorkloadImage = "metrics-ring-test/workload:v1"
+	// ResourceConsumerImage stands in for the image metrics-server's end-to-end suite runs: the binary is also
+	// /consume-cpu/consume-cpu and /usr/bin/stress, which take that image's command lines (cmd/workload's
+	// consumer.go). The suite's pods name it and pull if not present: it must be there under this name.
+	ResourceConsumerImage = "registry.k8s.io/e2e-test-images/resource-consumer:1.9"
 )
+
+// imagePath is the PATH of the images, as a Linux distribution's image sets it (stress is found on it).
+const imagePath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // FullImageName is the name containerd stores an image under (docker.io/ made explicit).
 func FullImageName(image string) string { return "docker.io/" + image }
@@ -37,6 +47,18 @@ func importNodeImages(ctx context.Context, dir, ctr, socket string, out io.Write
 	if err != nil {
 		return err
 	}
+	return ctrImport(ctx, ctr, socket, archive)
+}
+
+// ImportImages imports an image archive (docker save or OCI layout, as `make image-archive` writes) into the
+// node's containerd, for the CRI (namespace k8s.io): pods naming one of its images then run it without a pull.
+func (n *RealNode) ImportImages(ctx context.Context, archive string) error {
+	return ctrImport(ctx, n.progs.Ctr, containerdSocket(n.stateDir), archive)
+}
+
+// ctrImport runs ctr images import for linux/amd64 only: without --platform, ctr 1.6 wants every platform of
+// a multi-platform index present.
+func ctrImport(ctx context.Context, ctr, socket, archive string) error {
 	cmd := exec.CommandContext(ctx, ctr, "-a", socket, "-n", "k8s.io", "images", "import", "--platform", "linux/amd64", archive)
 	if o, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("ctr images import %s: %w: %s", archive, err, tailLines(o, 10))
@@ -44,7 +66,7 @@ func importNodeImages(ctx context.Context, dir, ctr, socket string, out io.Write
 	return nil
 }
 
-// buildNodeImages compiles test/cmd/workload statically and writes both images to one docker-save archive.
+// buildNodeImages compiles test/cmd/workload statically and writes every image to one docker-save archive.
 func buildNodeImages(ctx context.Context, dir string, out io.Writer) (string, error) {
 	modDir, err := ModuleDir()
 	if err != nil {
@@ -62,18 +84,28 @@ func buildNodeImages(ctx context.Context, dir string, out io.Writer) (string, er
 	if err != nil {
 		return "", fmt.Errorf("reading %s: %w", bin, err)
 	}
-	layer, err := workloadLayer(data)
+	layer, err := filesLayer(map[string][]byte{"workload": data})
+	if err != nil {
+		return "", err
+	}
+	consumer, err := filesLayer(map[string][]byte{"consume-cpu/consume-cpu": data, "usr/bin/stress": data})
 	if err != nil {
 		return "", err
 	}
 	refs := map[name.Reference]v1.Image{}
-	for image, entrypoint := range map[string][]string{
-		PauseImage:    {"/workload", "-pause"},
-		WorkloadImage: {"/workload"},
+	for _, im := range []struct {
+		image      string
+		entrypoint []string
+		layer      v1.Layer
+	}{
+		{PauseImage, []string{"/workload", "-pause"}, layer},
+		{WorkloadImage, []string{"/workload"}, layer},
+		{ResourceConsumerImage, []string{"/usr/bin/stress"}, consumer},
 	} {
+		image, layer := im.image, im.layer
 		img, err := mutate.ConfigFile(empty.Image, &v1.ConfigFile{
 			Architecture: "amd64", OS: "linux", Created: v1.Time{Time: time.Unix(0, 0)},
-			Config: v1.Config{Entrypoint: entrypoint, WorkingDir: "/"},
+			Config: v1.Config{Entrypoint: im.entrypoint, WorkingDir: "/", Env: []string{imagePath}},
 			RootFS: v1.RootFS{Type: "layers"},
 		})
 		if err == nil {
@@ -95,16 +127,26 @@ func buildNodeImages(ctx context.Context, dir string, out io.Writer) (string, er
 	return archive, nil
 }
 
-// workloadLayer is a layer holding the binary at /workload.
-func workloadLayer(binary []byte) (v1.Layer, error) {
+// filesLayer is a layer holding each executable at its path (relative to /), with the folders above it.
+func filesLayer(files map[string][]byte) (v1.Layer, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: "workload", Mode: 0o755, Size: int64(len(binary)), ModTime: time.Unix(0, 0)}
-	if err := tw.WriteHeader(hdr); err != nil {
-		return nil, fmt.Errorf("writing the layer: %w", err)
-	}
-	if _, err := tw.Write(binary); err != nil {
-		return nil, fmt.Errorf("writing the layer: %w", err)
+	dirs := map[string]bool{}
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		for d := path.Dir(p); d != "." && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+			hdr := &tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, ModTime: time.Unix(0, 0)}
+			if err := tw.WriteHeader(hdr); err != nil {
+				return nil, fmt.Errorf("writing the layer: %w", err)
+			}
+		}
+		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: p, Mode: 0o755, Size: int64(len(files[p])), ModTime: time.Unix(0, 0)}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return nil, fmt.Errorf("writing the layer: %w", err)
+		}
+		if _, err := tw.Write(files[p]); err != nil {
+			return nil, fmt.Errorf("writing the layer: %w", err)
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return nil, fmt.Errorf("writing the layer: %w", err)

@@ -93,6 +93,18 @@ func EnsureNodePrograms(out io.Writer) (NodePrograms, error) {
 
 // EnsureKubelet builds the kubelet of the pinned k8s.io/kubernetes into cacheDir, once per version.
 func EnsureKubelet(cacheDir string, out io.Writer) (string, error) {
+	return ensureKubernetesCommand(cacheDir, "kubelet", out)
+}
+
+// EnsureScheduler builds kube-scheduler of the pinned k8s.io/kubernetes into cacheDir, once per version: only a
+// real install (pods scheduled onto a real node) needs it, so it is not among the control-plane tools.
+func EnsureScheduler(cacheDir string, out io.Writer) (string, error) {
+	return ensureKubernetesCommand(cacheDir, "kube-scheduler", out)
+}
+
+// ensureKubernetesCommand builds k8s.io/kubernetes/cmd/<name> at the pinned version into cacheDir, once per
+// version, with the version stamped in as the control-plane tools have it.
+func ensureKubernetesCommand(cacheDir, name string, out io.Writer) (string, error) {
 	modDir, err := ModuleDir()
 	if err != nil {
 		return "", err
@@ -105,13 +117,13 @@ func EnsureKubelet(cacheDir string, out io.Writer) (string, error) {
 	if v == "" {
 		return "", fmt.Errorf("module k8s.io/kubernetes is not in %s/go.mod", modDir)
 	}
-	return cachedBuild(cacheDir, "kubelet-"+v, "kubelet", out, func(dst string) error {
-		fmt.Fprintf(out, "building kubelet %s (first time: a few minutes)...\n", v)
+	return cachedBuild(cacheDir, name+"-"+v, name, out, func(dst string) error {
+		fmt.Fprintf(out, "building %s %s (first time: a few minutes)...\n", name, v)
 		var ldflags []string
 		for _, pkg := range k8sVersionVars {
 			ldflags = append(ldflags, versionLDFlags(pkg, v)...)
 		}
-		return goBuild(modDir, dst, "k8s.io/kubernetes/cmd/kubelet", ldflags, out)
+		return goBuild(modDir, dst, "k8s.io/kubernetes/cmd/"+name, ldflags, out)
 	})
 }
 

@@ -11,7 +11,8 @@ import (
 
 // teardownRealNode removes what the node whose state folder is dir made, whether it stopped or its run was
 // killed: the processes naming the folder (kubelet, containerd, the shims containerd started in sessions of
-// their own), the pods' processes and cgroups under its cgroup root, the bridge, mounts seen from here, the
+// their own), the pods' processes and cgroups under its cgroup root, the bridge, the kubernetes Service's NAT
+// rule (RouteKubernetesService), mounts seen from here, the
 // kernel tunables and iptables chains the kubelet changed, the host folders made to mount over, and the
 // folder. The mounts and network namespaces in the node's mount namespace end with its last process.
 func teardownRealNode(dir string, out io.Writer) {
@@ -20,6 +21,7 @@ func teardownRealNode(dir string, out io.Writer) {
 	}
 	removeCgroups(filepath.Base(dir), out)
 	deleteBridge(out)
+	removeServiceRules(out)
 	unmountUnder(dir)
 	restoreHostState(dir, out)
 	if err := os.RemoveAll(dir); err != nil {
@@ -28,7 +30,7 @@ func teardownRealNode(dir string, out io.Writer) {
 }
 
 // SweepRealNodes removes what real nodes of earlier runs left on this machine (a run killed before its
-// teardown): their state folders and all they name, and any cgroup or bridge carrying the node's names.
+// teardown): their state folders and all they name, and any cgroup, bridge or NAT rule carrying the node's names.
 // StartRealNode calls it under the machine's real node lock.
 func SweepRealNodes(out io.Writer) {
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), realNodePrefix+"*"))
@@ -41,6 +43,7 @@ func SweepRealNodes(out io.Writer) {
 	killByCmdline(filepath.Join(os.TempDir(), realNodePrefix))
 	removeCgroups(realNodePrefix, out)
 	deleteBridge(out)
+	removeServiceRules(out)
 }
 
 // deleteBridge deletes the node's CNI bridge if it exists (its veths went with the pods' network namespaces).

@@ -32,12 +32,17 @@ type SuiteConfig struct {
 	Setup func(ctx context.Context, s *Suite) error
 	// ExtraAPIServerArgs are appended to kube-apiserver's flags (see Options).
 	ExtraAPIServerArgs []string
+	// PodsOnRealNode makes the control plane one for pods of a real node on this machine (Options.NodeAddress,
+	// the node's address): for the chart and the overlays installed for real.
+	PodsOnRealNode bool
 }
 
 // Suite is the shared cluster of one end-to-end package: a control plane, simulated kubelets whose nodes and
 // pods are registered in it, and a metrics.k8s.io client through its aggregator. Its tests run one after
 // another (no t.Parallel); a test that changes shared state restores it before it returns.
 type Suite struct {
+	// Name is SuiteConfig.Name.
+	Name string
 	// Dir is the run's folder (logs, certificates), kept after a failing run.
 	Dir string
 	CP  *ControlPlane
@@ -77,7 +82,13 @@ func (s *Suite) setup(ctx context.Context, cfg SuiteConfig) error {
 	if err != nil {
 		return err
 	}
-	cp, err := Start(ctx, Options{Tools: tools, Dir: s.Dir, Out: os.Stderr, ExtraAPIServerArgs: cfg.ExtraAPIServerArgs})
+	opts := Options{Tools: tools, Dir: s.Dir, Out: os.Stderr, ExtraAPIServerArgs: cfg.ExtraAPIServerArgs}
+	if cfg.PodsOnRealNode {
+		if opts.NodeAddress, err = nodeIP(); err != nil {
+			return err
+		}
+	}
+	cp, err := Start(ctx, opts)
 	if err != nil {
 		return err
 	}

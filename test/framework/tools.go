@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Tools are the paths of the programs a run needs.
@@ -217,7 +218,13 @@ func cachedBuild(cacheDir, dir, name string, out io.Writer, build func(dst strin
 	if _, err := os.Stat(dst); err == nil {
 		return dst, nil
 	}
-	return dst, build(dst)
+	start := time.Now()
+	if err := build(dst); err != nil {
+		return dst, err
+	}
+	// What a cold run spends where, in its log.
+	fmt.Fprintf(out, "built %s in %.0f s\n", dst, time.Since(start).Seconds())
+	return dst, nil
 }
 
 // lockCache serializes builds into cacheDir across processes (go test runs packages in parallel; a demo may

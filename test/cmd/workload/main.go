@@ -2,7 +2,8 @@
 // -pause it is the sandbox's pause process (waits for a signal, reaps children); otherwise it burns a set CPU,
 // holds a set memory and, with -duration, exits after that long (an init container) with -exit-code. With
 // -share, the pods of a Deployment share a total load as behind a Service: each announces itself in the
-// shared folder and burns the total written in its file "total" divided by the pods announced.
+// shared folder and burns the total written in its file "total" divided by the pods announced. Called as
+// consume-cpu or stress, it is the resource-consumer stand-in (consumer.go).
 package main
 
 import (
@@ -25,6 +26,9 @@ import (
 const period = 10 * time.Millisecond
 
 func main() {
+	if consumer() {
+		return
+	}
 	pause := flag.Bool("pause", false, "be a pod sandbox's pause process")
 	millicores := flag.Int("millicores", 0, "CPU to burn, in millicores")
 	memoryMiB := flag.Int("memory-mib", 0, "memory to hold (touched, so it counts in the working set), in MiB")

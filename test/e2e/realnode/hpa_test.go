@@ -3,7 +3,6 @@ package realnode
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -182,7 +181,7 @@ func podsCPU(ctx context.Context, d time.Duration) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	mount, err := cpuacctMount()
+	mount, err := framework.CPUAcctMount()
 	if err != nil {
 		return 0, err
 	}
@@ -191,7 +190,7 @@ func podsCPU(ctx context.Context, d time.Duration) (float64, error) {
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		dir, err := findDir(filepath.Join(mount, env.node.CgroupRoot), "pod"+string(p.UID))
+		dir, err := framework.FindDir(filepath.Join(mount, env.node.CgroupRoot), "pod"+string(p.UID))
 		if err != nil {
 			return 0, err
 		}
@@ -223,20 +222,4 @@ func podsCPU(ctx context.Context, d time.Duration) (float64, error) {
 		return 0, err
 	}
 	return (b - a) / float64(time.Since(start)), nil
-}
-
-// findDir finds a folder named name below root.
-func findDir(root, name string) (string, error) {
-	found := ""
-	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() && d.Name() == name {
-			found = p
-			return filepath.SkipAll
-		}
-		return nil
-	})
-	if found == "" {
-		return "", fmt.Errorf("no folder %s under %s", name, root)
-	}
-	return found, nil
 }

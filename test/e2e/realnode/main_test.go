@@ -2,7 +2,6 @@ package realnode
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -63,12 +62,13 @@ func TestMain(m *testing.M) {
 		env.skip = "not yet proven reliable on CI; run with E2E_REALNODE=all"
 		os.Exit(m.Run())
 	}
-	if reason := framework.RealNodePreflight(); reason != nil {
-		if os.Getenv("CI") == "true" {
-			fmt.Fprintf(os.Stderr, "e2e/realnode: %v (CI=true: failing instead of skipping)\n", reason)
-			os.Exit(1)
-		}
-		env.skip = reason.Error()
+	skip, err := framework.RealNodeSkip()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e/realnode: %v\n", err)
+		os.Exit(1)
+	}
+	if skip != "" {
+		env.skip = skip
 		os.Exit(m.Run())
 	}
 	os.Exit(framework.RunSuite(m, framework.SuiteConfig{
@@ -83,21 +83,9 @@ func TestMain(m *testing.M) {
 // setup starts the real node and one kubelet-source metrics-ring behind the APIServices.
 func setup(ctx context.Context, s *framework.Suite) (err error) {
 	env.cp, env.metrics = s.CP, s.Metrics
-	env.node, err = framework.StartRealNode(ctx, s.CP, nodeName, s.Dir, os.Stderr)
-	if err != nil {
-		if errors.Is(err, framework.ErrNoRealNode) && os.Getenv("CI") != "true" {
-			env.skip = err.Error()
-			return nil
-		}
+	if env.node, env.skip, err = s.StartRealNode(ctx, nodeName); env.node == nil {
 		return err
 	}
-	s.OnExit(func(failed bool) {
-		if failed {
-			env.node.DumpLogs(os.Stderr, 60)
-		}
-		env.node.Stop()
-	})
-	fmt.Fprintf(os.Stderr, "e2e/realnode: node %s Ready (kubelet %s)\n", nodeName, env.node.KubeletVersion)
 	if env.kubelet, err = newKubeletReader(s.CP, env.node); err != nil {
 		return err
 	}

@@ -41,14 +41,14 @@ func TestSideBySideWithMetricsServer(t *testing.T) {
 	needNode(t)
 	const name = "side-by-side"
 	p := createPod(t, podOn(name, workload("a", "-millicores=200", "-memory-mib=40"), workload("b", "-millicores=100", "-memory-mib=24")), allRunning)
-	samplers := map[string]*cgroupSampler{}
+	samplers := map[string]*framework.CgroupSampler{}
 	var dir string
 	for _, c := range []string{"a", "b"} {
 		dir = cgroupOf(t, p, c)
-		samplers[c] = sampleCgroup(dir)
+		samplers[c] = framework.SampleCgroup(dir)
 	}
 	// runc puts each container in a child of the pod's cgroup (which also holds the pause container).
-	samplers[podTotal] = sampleCgroup(filepath.Dir(dir))
+	samplers[podTotal] = framework.SampleCgroup(filepath.Dir(dir))
 	defer func() {
 		for _, s := range samplers {
 			s.Stop()
@@ -106,13 +106,13 @@ func cgroupOf(t *testing.T, p *corev1.Pod, c string) string {
 }
 
 // checkAgainstCgroups compares r's CPU with the cgroups' over r's window (wherever its end lies within the
-// timestamp's second: see rateRange); an error means the samplers do not cover that yet (r is then not counted).
-func checkAgainstCgroups(t *testing.T, server string, r *reading, samplers map[string]*cgroupSampler) error {
+// timestamp's second: see framework.CgroupSampler.RateRange); an error means the samplers do not cover that yet (r is then not counted).
+func checkAgainstCgroups(t *testing.T, server string, r *reading, samplers map[string]*framework.CgroupSampler) error {
 	t.Helper()
 	type bounds struct{ lo, hi float64 }
 	want := map[string]bounds{}
 	for c, s := range samplers {
-		lo, hi, err := s.rateRange(r.ts, r.window)
+		lo, hi, err := s.RateRange(r.ts, r.window)
 		if err != nil {
 			return err
 		}
@@ -125,7 +125,7 @@ func checkAgainstCgroups(t *testing.T, server string, r *reading, samplers map[s
 			continue
 		}
 		w := want[c]
-		off := offRange(got, w.lo, w.hi)
+		off := framework.OffRange(got, w.lo, w.hi)
 		r.ratio[c] = 1 + off
 		t.Logf("%-14s window %5s ending %s+<1s %-6s: served %.4f cores, cgroup %.4f to %.4f (%+.2f%% off), memory %d",
 			server, r.window.Round(time.Millisecond), r.ts.Format("15:04:05"), c, got, w.lo, w.hi, 100*off, r.mem[c])

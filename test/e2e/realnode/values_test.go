@@ -18,7 +18,7 @@ const cpuTolerance = 0.05
 
 // TestCPUAndMemoryAgainstCgroup: a container burning CPU and holding memory on the real node is served, over
 // several windows, a CPU rate within 5 % of its cgroup's cpuacct.usage over the same window (the window's ends
-// are the kubelet's sample times; the served end is known to the second, see rateRange), and the memory the
+// are the kubelet's sample times; the served end is known to the second, see framework.CgroupSampler.RateRange), and the memory the
 // kubelet reports as working set exactly.
 func TestCPUAndMemoryAgainstCgroup(t *testing.T) {
 	needNode(t)
@@ -31,7 +31,7 @@ func TestCPUAndMemoryAgainstCgroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sampler := sampleCgroup(dir)
+	sampler := framework.SampleCgroup(dir)
 	defer sampler.Stop()
 
 	const windows = 3
@@ -48,12 +48,12 @@ func TestCPUAndMemoryAgainstCgroup(t *testing.T) {
 		}
 		end := m.Timestamp.Time
 		if !seen[end] {
-			lo, hi, err := sampler.rateRange(end, m.Window.Duration)
+			lo, hi, err := sampler.RateRange(end, m.Window.Duration)
 			if err != nil {
 				return err
 			}
 			got := float64(c.Usage.Cpu().ScaledValue(resource.Nano)) / 1e9
-			off := offRange(got, lo, hi)
+			off := framework.OffRange(got, lo, hi)
 			t.Logf("window of %s ending %s+<1s: metrics-ring %.4f cores, cgroup cpuacct.usage %.4f to %.4f cores (%+.2f%% off), memory %d bytes",
 				m.Window.Duration, end.Format("15:04:05"), got, lo, hi, 100*off, c.Usage.Memory().Value())
 			if math.Abs(off) > cpuTolerance {

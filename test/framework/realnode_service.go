@@ -1,0 +1,66 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os/exec"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// serviceRuleComment marks the NAT rule RouteKubernetesService adds, so that a node's teardown, or the sweep after
+// a killed run, finds it and nothing else.
+const serviceRuleComment = realNodePrefix + "kubernetes-service"
+
+// RouteKubernetesService makes the kubernetes Service's address lead to kube-apiserver for the node's pods (its
+// in-cluster clients, metrics-ring's among them, dial KUBERNETES_SERVICE_HOST): one DNAT rule in place of
+// kube-proxy, which would serve every Service but change far more of the host (and this cluster has no other
+// Service pods dial: the aggregator reaches APIServices' pods directly). The node's Stop removes the rule.
+func (n *RealNode) RouteKubernetesService(ctx context.Context, cp *ControlPlane) error {
+	svc, err := cp.Client.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading the kubernetes Service: %w", err)
+	}
+	if len(svc.Spec.Ports) == 0 {
+		return fmt.Errorf("the kubernetes Service has no port")
+	}
+	u, err := url.Parse(cp.URL)
+	if err != nil {
+		return fmt.Errorf("kube-apiserver's address %q: %w", cp.URL, err)
+	}
+	if ip := net.ParseIP(u.Hostname()); ip == nil || ip.IsLoopback() {
+		return fmt.Errorf("kube-apiserver listens on %s, which pods cannot reach (want a control plane with Options.NodeAddress)", u.Host)
+	}
+	args := []string{"-w", "-t", "nat", "-A", "PREROUTING", "-d", svc.Spec.ClusterIP + "/32", "-p", "tcp",
+		"--dport", fmt.Sprint(svc.Spec.Ports[0].Port), "-m", "comment", "--comment", serviceRuleComment,
+		"-j", "DNAT", "--to-destination", u.Host}
+	if o, err := exec.CommandContext(ctx, "iptables", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("iptables %s: %w: %s", strings.Join(args, " "), err, o)
+	}
+	return nil
+}
+
+// removeServiceRules deletes every NAT rule RouteKubernetesService added, whichever run added it.
+func removeServiceRules(out io.Writer) {
+	if _, err := exec.LookPath("iptables"); err != nil {
+		return
+	}
+	rules, err := exec.Command("iptables", "-w", "-t", "nat", "-S", "PREROUTING").Output()
+	if err != nil {
+		return
+	}
+	for _, rule := range strings.Split(string(rules), "\n") {
+		f := strings.Fields(rule)
+		if len(f) < 2 || f[0] != "-A" || !strings.Contains(rule, serviceRuleComment) {
+			continue
+		}
+		f[0] = "-D"
+		if o, err := exec.Command("iptables", append([]string{"-w", "-t", "nat"}, f...)...).CombinedOutput(); err != nil {
+			fmt.Fprintf(out, "real node: iptables -t nat %s: %v: %s\n", strings.Join(f, " "), err, o)
+		}
+	}
+}
