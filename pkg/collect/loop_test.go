@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"k8s.io/component-base/metrics/testutil"
@@ -99,9 +100,14 @@ func TestCycleObservesItsDuration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The histogram is the process' (one per source name): it outlives the test when run with -count.
+	before, err := testutil.GetHistogramMetricCount(l.duration.ObserverMetric)
+	if err != nil {
+		t.Fatal(err)
+	}
 	l.cycle(context.Background())
-	if n, err := testutil.GetHistogramMetricCount(l.duration.ObserverMetric); err != nil || n != 1 {
-		t.Errorf("metrics_ring_test_duration_collection_duration_seconds count %d, %v: want 1", n, err)
+	if n, err := testutil.GetHistogramMetricCount(l.duration.ObserverMetric); err != nil || n != before+1 {
+		t.Errorf("metrics_ring_test_duration_collection_duration_seconds count %d -> %d, %v: want one more", before, n, err)
 	}
 	if again := durationOf("test_duration"); again != l.duration {
 		t.Error("a second loop of the same source registered a second histogram")
@@ -118,9 +124,12 @@ func TestRunCollectsAtOnce(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	// The view before Run starts: taken after, it may already be the first cycle's, which nothing changes for
+	// an hour.
+	before := store.Latest()
 	go func() { l.Run(ctx); close(done) }()
 	select {
-	case <-store.Latest().Changed():
+	case <-before.Changed():
 	case <-time.After(20 * time.Second): // a bound, not an assertion
 		t.Fatal("no cycle committed at start")
 	}
@@ -204,24 +213,28 @@ func (p *publishingSource) Collect(ctx context.Context, add storage.AppendFunc) 
 }
 
 func TestCyclePublishesBeforeItCommits(t *testing.T) {
-	store := storage.New(storage.Options{Source: "kubelet"})
-	src := &publishingSource{store: store}
-	l, err := New(src, store, Options{Source: "test", Resolution: time.Hour, PublishEvery: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.cycle(context.Background())
-	if len(src.seen) != 0 {
-		t.Fatalf("the first cycle published before its commit: %+v", src.seen)
-	}
-	l.cycle(context.Background())
-	if len(src.seen) != 1 || src.seen[0].Cycles != 1 {
-		t.Fatalf("the second cycle's sample was published before its commit %d times, with health %+v: want once, "+
-			"with the first cycle's", len(src.seen), src.seen)
-	}
-	if h := store.Latest().Health(); h.Cycles != 2 {
-		t.Errorf("%d cycles committed, want 2", h.Cycles)
-	}
+	// Fake time (testing/synctest): publication every 10 ms, bounded by storage, and the source's 5 s wait are
+	// exact whatever the machine's load.
+	synctest.Test(t, func(t *testing.T) {
+		store := storage.New(storage.Options{Source: "kubelet"})
+		src := &publishingSource{store: store}
+		l, err := New(src, store, Options{Source: "test", Resolution: time.Hour, PublishEvery: 10 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.cycle(context.Background())
+		if len(src.seen) != 0 {
+			t.Fatalf("the first cycle published before its commit: %+v", src.seen)
+		}
+		l.cycle(context.Background())
+		if len(src.seen) != 1 || src.seen[0].Cycles != 1 {
+			t.Fatalf("the second cycle's sample was published before its commit %d times, with health %+v: want once, "+
+				"with the first cycle's", len(src.seen), src.seen)
+		}
+		if h := store.Latest().Health(); h.Cycles != 2 {
+			t.Errorf("%d cycles committed, want 2", h.Cycles)
+		}
+	})
 }
 
 // kubeletSource reports node n1, pod ns/p (bound to n1) and pod ns/q (bound to n2 by the time it is judged), with

@@ -129,20 +129,26 @@ func (l *fakeLister) List(sel labels.Selector) ([]*corev1.Node, error) {
 // kubelet starts a TLS kubelet on 127.0.0.1 serving the 30-pod fixture at /metrics/resource, unless h is given.
 func kubelet(t *testing.T, h http.HandlerFunc) *httptest.Server {
 	t.Helper()
-	if h == nil {
-		body := readFixture(t, "metrics-resource-30pods.txt")
-		h = func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path != "/metrics/resource" {
-				http.NotFound(w, r)
-				return
-			}
-			w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-			_, _ = w.Write(body)
-		}
-	}
-	srv := httptest.NewTLSServer(h)
+	srv := httptest.NewTLSServer(orFixture(t, h))
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// orFixture is h, or when nil a handler serving the 30-pod fixture at /metrics/resource.
+func orFixture(t *testing.T, h http.HandlerFunc) http.HandlerFunc {
+	t.Helper()
+	if h != nil {
+		return h
+	}
+	body := readFixture(t, "metrics-resource-30pods.txt")
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics/resource" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		_, _ = w.Write(body)
+	}
 }
 
 // nodeFor is a node whose InternalIP and status port point at srv.

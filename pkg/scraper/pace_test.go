@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,43 +32,56 @@ func TestWorkersFor(t *testing.T) {
 	}
 }
 
-// TestSlowKubeletsGetMoreWorkers: with too few workers for the cluster's latency, the first cycle cannot reach
-// every node before its deadline; the next cycles size their workers from the measured latency and do.
+// TestSlowKubeletsGetMoreWorkers: with too few workers for the cluster's latency, the first cycle would not reach
+// every node before its deadline; workers are added within it as soon as its pace shows it, and the next cycles
+// start with enough, sized from the latency measured. Time is fake (testing/synctest): the kubelets' 100 ms and the
+// 2 s budget are exact whatever the machine's load, so every cycle must reach every node.
 func TestSlowKubeletsGetMoreWorkers(t *testing.T) {
-	var n atomic.Int64
-	slow := func(w http.ResponseWriter, _ *http.Request) {
-		time.Sleep(100 * time.Millisecond)
-		ms, cpu := time.Now().UnixMilli(), float64(n.Add(1))
-		fmt.Fprintf(w, "# TYPE node_cpu_usage_seconds_total counter\nnode_cpu_usage_seconds_total %g %d\n", cpu, ms)
-		fmt.Fprintf(w, "# TYPE node_memory_working_set_bytes gauge\nnode_memory_working_set_bytes 1e9 %d\n", ms)
-	}
-	var nodes []*corev1.Node
-	for i := range 60 {
-		nodes = append(nodes, nodeFor(t, fmt.Sprintf("node-%d", i), kubelet(t, slow)))
-	}
-	store := newFakeStore()
-	s, err := newScraper(Options{InsecureTLS: true, UseNodeStatusPort: true, Concurrency: 1,
-		Timeout: 2 * time.Second}, &fakeLister{nodes: nodes}, store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// One worker, 60 nodes of 100 ms: 6 s of scraping in a row, over the 2 s budget. Workers are added within
-	// the first cycle as soon as its pace shows it, so no node fails even then.
-	s.collect(context.Background())
-	if end := store.lastEnd(t); end.err != nil {
-		t.Fatalf("first cycle: %v (workers %d)", end.err, len(s.workers))
-	}
-	if len(s.workers) < 4 {
-		t.Fatalf("60 nodes of 100 ms in 2 s with %d workers: impossible, the test is broken", len(s.workers))
-	}
-	// The next cycles start with enough workers, sized from the latency measured.
-	for cycle := 2; cycle <= 3; cycle++ {
-		s.collect(context.Background())
-		if end := store.lastEnd(t); end.err == nil {
-			return
+	synctest.Test(t, func(t *testing.T) {
+		var n atomic.Int64
+		slow := func(w http.ResponseWriter, _ *http.Request) {
+			time.Sleep(100 * time.Millisecond)
+			ms, cpu := time.Now().UnixMilli(), float64(n.Add(1))
+			fmt.Fprintf(w, "# TYPE node_cpu_usage_seconds_total counter\nnode_cpu_usage_seconds_total %g %d\n", cpu, ms)
+			fmt.Fprintf(w, "# TYPE node_memory_working_set_bytes gauge\nnode_memory_working_set_bytes 1e9 %d\n", ms)
 		}
-	}
-	t.Fatalf("after 3 cycles nodes still fail: %v (workers %d, mean scrape %v)", store.lastEnd(t).err, len(s.workers), s.meanScrape)
+		pn := newPipeNet()
+		var nodes []*corev1.Node
+		for i := range 60 {
+			nodes = append(nodes, nodeFor(t, fmt.Sprintf("node-%d", i), pn.kubelet(t, slow)))
+		}
+		store := newFakeStore()
+		s, err := newScraper(pn.options(Options{InsecureTLS: true, UseNodeStatusPort: true, Concurrency: 1,
+			Timeout: 2 * time.Second}), &fakeLister{nodes: nodes}, store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closeIdle(t, s.Scraper)
+		// One worker, 60 nodes of 100 ms: 6 s of scraping in a row, over the 2 s budget.
+		start := time.Now()
+		s.collect(context.Background())
+		if end := store.lastEnd(t); end.err != nil {
+			t.Fatalf("first cycle: %v (workers %d)", end.err, len(s.workers))
+		}
+		if len(s.workers) < 4 {
+			t.Fatalf("60 nodes of 100 ms in 2 s with %d workers: impossible, the test is broken", len(s.workers))
+		}
+		if took := time.Since(start); took >= 2*time.Second {
+			t.Fatalf("first cycle took %v of its 2 s budget", took)
+		}
+		// The next cycles start with the workers the measured latency asks for: every node within half the budget.
+		for cycle := 2; cycle <= 3; cycle++ {
+			start := time.Now()
+			s.collect(context.Background())
+			if end := store.lastEnd(t); end.err != nil {
+				t.Fatalf("cycle %d: %v (workers %d, mean scrape %v)", cycle, end.err, len(s.workers), s.meanScrape)
+			}
+			if took := time.Since(start); took > time.Second {
+				t.Errorf("cycle %d took %v with %d workers (mean scrape %v), want within half the 2 s budget", cycle,
+					took, len(s.workers), s.meanScrape)
+			}
+		}
+	})
 }
 
 func TestRampUp(t *testing.T) {
