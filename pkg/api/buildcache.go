@@ -54,15 +54,18 @@ const buildLease = 30 * time.Second
 // first, its handle released; its page-throughs continue from the newest committed snapshot.
 const keptGenerations = 4
 
-// trimGens forgets the least recently used generations beyond keptGenerations, never keep (the one just added);
-// it returns their builds for forget, called without c.mu. c.mu is held.
+// trimGens forgets the least recently used generations beyond keptGenerations, never keep (the one just added) nor
+// the newest published and committed ones, which every reader without a resourceVersion reads: a reader choosing
+// older versions must not evict everyone's builds (the cache then holds at most two more); it returns their builds
+// for forget, called without c.mu. c.mu is held.
 func (c *buildCache[P]) trimGens(keep uint64) []*build[P] {
 	var out []*build[P]
+	latest, committed := c.res.snaps.Latest().Generation(), c.res.snaps.Committed().Generation()
 	for len(c.gens) > keptGenerations {
 		var oldest uint64
 		var found bool
 		for gen, g := range c.gens {
-			if gen != keep && (!found || g.until.Before(c.gens[oldest].until)) {
+			if gen != keep && gen != latest && gen != committed && (!found || g.until.Before(c.gens[oldest].until)) {
 				oldest, found = gen, true
 			}
 		}
