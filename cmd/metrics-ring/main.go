@@ -1,6 +1,6 @@
 // Command metrics-ring serves metrics.k8s.io/v1 and v1beta1 (NodeMetrics, PodMetrics) as a Kubernetes aggregated API
-// server, fed by a kubelet scraper through an in-memory ring buffer: a drop-in for metrics-server. This file only
-// starts the command; flags are in app/options*.go and the wiring in app/run.go.
+// server, fed by a kubelet scraper or Prometheus through an in-memory ring buffer: a drop-in for metrics-server.
+// main only starts the command; its flags and wiring are package app's.
 package main
 
 import (

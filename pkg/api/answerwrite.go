@@ -69,7 +69,7 @@ func (s *metricsREST[P]) listOnce(ctx context.Context, latest storage.Snapshot, 
 
 // alone makes an answer nothing keeps, of the entries es, within the answer budget, in a slot of buildLimit when
 // slot says so. Without room it returns noRoom: the request lets go of what it holds before it waits.
-func (s *metricsREST[P]) alone(ctx context.Context, es []entry[P], slot bool, make func() (runtime.Object, error)) (runtime.Object, error) {
+func (s *metricsREST[P]) alone(ctx context.Context, es []entry[P], slot bool, answer func() (runtime.Object, error)) (runtime.Object, error) {
 	if err := s.answers.take(ctx, answerBytes(es), false); err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func (s *metricsREST[P]) alone(ctx context.Context, es []entry[P], slot bool, ma
 		}
 		defer release()
 	}
-	return make()
+	return answer()
 }
 
 // tableRoom takes the answer budget's room for the table of obj, a list: the table is made for this request

@@ -116,7 +116,7 @@ func TestListsSharedWithinOneCollection(t *testing.T) {
 		}
 		return obj
 	}
-	RegisterMetrics() // a component-base metric observes nothing until registered
+	registerMetrics() // a component-base metric observes nothing until registered
 	observed := func() uint64 {
 		t.Helper()
 		n, err := testutil.GetHistogramMetricCount(metricFreshness.ObserverMetric)

@@ -12,20 +12,18 @@
 // deleted (a watch's DELETED events).
 //
 // Objects are listed from informers (nodes, and Running pods as metadata only) and their values read from storage;
-// nothing here ever calls a source on the request path. Readers share work per snapshot (build.go): every list,
-// page and watch of one collection and selection shares one build, and the builds running at once are bounded.
+// nothing here ever calls a source on the request path. Readers share work per snapshot: every list, page and watch
+// of one collection and selection shares one build, and the builds running at once are bounded.
 //
-// A request's path, file by file: server.go installs the storage for both versions (scheme.go registers the types);
-// rest.go loads one storage snapshot and takes from it both the 503 decision (storage's Unavailable) and the
-// data, after selectors.go has parsed the selection; buildcache.go finds or makes the selection's build (bounded by
-// buildlimit.go and buildwait.go, what it keeps by keep.go's budget in bytes, estimated by keepsize.go); build.go
-// joins the informers' objects (kind.go) with that snapshot through the per-kind part in node.go or pod.go (pods
-// through podindex.go's label index), sorted. Each part a build's readers share (shared.go) owns its lock and lets
-// go of itself: fulllist.go the list of every entry, paginate.go the pages it cuts from the entries. An answer
-// nothing keeps takes room in answers.go's budget until answerwrite.go's handler filter sees its response written;
-// encodings.go and table.go encode it once per format (quantity.go writes CPU, memory and swap); watch.go starts a
-// watch, watchfeed.go follows successive snapshots for a selection's watchers, watchdiff.go turns two builds into
-// events, delivery.go carries them to every watcher, watchitem.go is each event's object (and a build's events),
-// watcher.go sends them, watchhub.go bounds watches; removals.go keeps a build made before a deletion from later
-// requests and watches. health.go serves /readyz and /livez, monitoring.go the API's self-metrics.
+// A request's path: it loads one storage snapshot and takes from it both the 503 decision (storage's Unavailable)
+// and the data, so the two never disagree. It finds or makes the build of its selection in that snapshot: the
+// informers' objects (pods through a label index) joined with the snapshot's values through the per-kind part,
+// sorted. The builds running at once, how long a request waits for one (then 429) and the bytes that kept builds
+// hold, charged to the users reading them, are bounded. Each part a build's readers share (the list of every entry,
+// the pages a page-through cuts from it) owns its lock and lets go of itself; the snapshot of a page-through is held
+// (a storage handle) while its lease runs. An answer nothing keeps takes room in a budget of answers in flight until
+// its response is written, and each answer is encoded once per wire format. A watch joins its selection's feed,
+// which follows successive snapshots, turns two builds into events and delivers them to each watcher; a watcher
+// that falls behind is ended with 410 Gone. A build made before a deletion is kept from later requests and watches.
+// /readyz and /livez ask the collection loop (Collection) and the informers' sync.
 package api

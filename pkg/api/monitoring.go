@@ -119,8 +119,8 @@ var (
 
 var registerOnce sync.Once
 
-// RegisterMetrics registers the API's metrics in the legacy registry served on /metrics. Safe to call many times.
-func RegisterMetrics() {
+// registerMetrics registers the API's metrics in the legacy registry served on /metrics. Safe to call many times.
+func registerMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(metricFreshness, watchesActive, watchesRejected, watchesFellBehind, watchesOverBudget,
 			watchPanics,

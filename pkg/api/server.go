@@ -137,7 +137,7 @@ type Deps struct {
 // /livez checks of DESIGN.md section 3. /metrics is the generic server's (the component-base legacy registry),
 // which includes apiserver_request_duration_seconds; the API's own metrics are registered there too.
 func NewServer(cfg *genericapiserver.Config, d Deps) (*genericapiserver.GenericAPIServer, error) {
-	RegisterMetrics()
+	registerMetrics()
 	// Innermost, around the API handler: the user is known, and the generic timeout filter's deadline is set.
 	chain := cfg.BuildHandlerChainFunc
 	if chain == nil {

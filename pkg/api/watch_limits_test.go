@@ -63,7 +63,7 @@ func TestWatchLimitsBeforeAnyWork(t *testing.T) {
 // TestWatchPanicsContained: a panic in a watcher's goroutine or in its selection's feed ends those watches with an
 // ERROR event, counted, and frees their slots; the process goes on.
 func TestWatchPanicsContained(t *testing.T) {
-	RegisterMetrics()
+	registerMetrics()
 	for _, in := range []string{"empty", "same"} {
 		t.Run(in, func(t *testing.T) {
 			c, k, s, cpu := hookedPods(t, 2)
@@ -106,7 +106,7 @@ func TestWatchPanicsContained(t *testing.T) {
 // both watches stop when the test ends.
 func slowAndFast(t *testing.T) (c *cluster, cpu map[string]float64, slow, fast watch.Interface, before float64) {
 	t.Helper()
-	RegisterMetrics()
+	registerMetrics()
 	c, _, s, cpu := hookedPods(t, resultBuffer+10)
 	before, _ = testutil.GetCounterMetricValue(watchesFellBehind.WithLabelValues(""))
 	ctx := genericapirequest.WithNamespace(context.Background(), "ns-a")

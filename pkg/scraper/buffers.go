@@ -95,8 +95,8 @@ func (b *buffers) endCycle() {
 	}
 }
 
-// retainMin is the largest response buffer kept whatever the recent sizes: a 110-pod node's response grows one to
-// 256 KiB.
+// retainMin is the largest response buffer kept whatever the recent sizes: large enough for the response of a node
+// at the kubelet's default maximum of 110 pods (BENCHMARKS.md, "Figures behind the comments").
 const retainMin = 256 << 10
 
 // retainFor is the largest buffer kept after a scrape, given the previous cycle's mean response: eight times it, so

@@ -3,16 +3,10 @@ package scraper
 import (
 	"compress/gzip"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -25,6 +19,8 @@ import (
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
+
+	"github.com/metrics-ring/metrics-ring/internal/testpki"
 )
 
 func TestTLSAndCredentials(t *testing.T) {
@@ -35,7 +31,8 @@ func TestTLSAndCredentials(t *testing.T) {
 		gotAccept.Store(r.Header.Get("Accept"))
 		_, _ = w.Write(body)
 	})
-	otherCA := otherCAPEM(t) // does not sign the kubelet
+	// Every httptest server shares one certificate: a CA of the test's own does not sign the kubelet.
+	otherCA := testpki.NewCA(t, "test-ca").CertPEM
 	tokenFile := writeFile(t, "token", []byte("from-file\n"))
 
 	for _, tc := range []struct {
@@ -89,18 +86,10 @@ func TestTLSAndCredentials(t *testing.T) {
 }
 
 func TestClientCertificate(t *testing.T) {
-	ca, caKey := newCA(t)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "metrics-ring"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, _ := x509.MarshalECPrivateKey(key)
-	certFile := writeFile(t, "client.crt", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	keyFile := writeFile(t, "client.key", pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+	ca := testpki.NewCA(t, "test-ca")
+	client := ca.Client(t, "metrics-ring")
+	certFile := writeFile(t, "client.crt", client.CertPEM)
+	keyFile := writeFile(t, "client.key", client.KeyPEM)
 
 	var who atomic.Value
 	body := readFixture(t, "metrics-resource-30pods.txt")
@@ -109,7 +98,7 @@ func TestClientCertificate(t *testing.T) {
 		_, _ = w.Write(body)
 	}))
 	pool := x509.NewCertPool()
-	pool.AddCert(ca)
+	pool.AddCert(ca.Cert)
 	srv.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
@@ -152,33 +141,6 @@ func TestNewValidates(t *testing.T) {
 	if _, err := newScraper(Options{}, nil, newFakeStore()); err == nil {
 		t.Fatal("New accepted a nil lister")
 	}
-}
-
-// newCA makes a throwaway certificate authority (every httptest server shares one certificate, so tests that need
-// a CA that does not sign the kubelet make their own).
-func newCA(t *testing.T) (*x509.Certificate, *ecdsa.PrivateKey) {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
-		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ca, caKey
-}
-
-func otherCAPEM(t *testing.T) []byte {
-	ca, _ := newCA(t)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw})
 }
 
 // TestKeepAlive checks that scrapes of a node reuse one connection.

@@ -1,33 +1,3 @@
-// Package storage owns metrics-ring's data model: a ring of recent samples per series (node or container), and the
-// snapshots of what is servable that the API reads as NodePoint and PodPoint values.
-//
-// Writing is one collection cycle at a time, driven by pkg/collect's loop: BeginCycle; the source hands each batch
-// (one node's kubelet response, or one cluster-wide Prometheus poll) to Cycle.Append, which validates its samples
-// and appends them to their series' rings under a mutex, a pod's only from the node it is bound to; Cycle.Commit
-// records the cycle's outcome as the source's health, prunes what went stale and publishes a new Snapshot with one
-// atomic pointer swap, so readers never wait on a collection. Meanwhile the loop calls Cycle.Publish every second,
-// which publishes what has landed so far (at most once a second, with the previous commit's health), so a sample is
-// servable about a second after its node answered, not when the cycle's slowest node has; such an interim snapshot
-// recomputes only what changed since the previous one, and keeps only that: its pods are a patch over the previous
-// snapshot's.
-//
-// Which objects exist comes from the informers' events alone, passed on by cmd: BindPod (a pod object Running on a
-// node: its samples, and only those measured for that object, are stored from then on), PodDeleted and NodeDeleted
-// (its series dropped, and that published, at once; Removals counts them), NodeCapacity (what the node can do: no
-// value above it is served). Storage never asks a lister. Staleness is a rule of the data: a series not fed a new
-// sample within --stale-after is dropped.
-//
-// Reading is one atomic load: Latest (or At, a retained generation) returns a Snapshot that needs nothing else: the
-// values, the time each turns stale, the generation (the API's resourceVersion), the source's health and the 503
-// decision (Unavailable).
-//
-// Files: types.go (batches, points, health), storage.go (the store and its options), cycle.go (a cycle's handle:
-// interim publication, commit). The write path: write.go (a batch's samples, checked, into their series), series.go
-// (one ring, its restarts, and what it serves), plausible.go (capacity), members.go (the informers' events),
-// removals.go (publishing what they drop). The read path: view.go (pruning; building a snapshot), interim.go (an
-// interim snapshot: the published one with what changed since), layers.go (a snapshot's pods: a full layer and
-// patches), snapshot.go (reading one; the retained ones, held by readers' handles), slots.go (pod numbering, for
-// pointer-free snapshots); metrics.go (self-metrics).
 package storage
 
 import (

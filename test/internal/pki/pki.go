@@ -1,6 +1,10 @@
 // Package pki mints the throwaway certificate authorities of the test module's helpers (the framework's control
 // plane, the kubelet simulator): one place for how a test CA is made. Keys are ECDSA P-256: fast to generate, and
 // every Kubernetes component accepts them.
+//
+// The main module's tests have their twin, internal/testpki. The test module does not import it: that would make it
+// require the main module, and raise its dependencies (and those the control-plane tools are built with) to the main
+// module's.
 package pki
 
 import (
