@@ -90,8 +90,9 @@ func isNoRoom(err error) (int64, bool) {
 
 // take takes n bytes for an answer of the request of ctx. An answer under smallAnswer takes nothing, nor does a
 // call that did not come through the handler (nobody would give the bytes back); an ended request gets its error.
-// A request holding room already uses it, and takes what it lacks without waiting: it would wait for room it holds
-// itself (a table of its own list). Otherwise, when there is no room, take waits (wait) or returns noRoom.
+// A request holding room already (a table of its own list) uses it, and waits for what it lacks in the budget as
+// a whole, the pair capped at the whole budget: under its user's share it would wait for room it holds itself.
+// Otherwise, when there is no room, take waits (wait) or returns noRoom.
 func (a *answerBudget) take(ctx context.Context, n int64, wait bool) error {
 	if n < smallAnswer {
 		return nil
@@ -110,7 +111,13 @@ func (a *answerBudget) take(ctx context.Context, n int64, wait bool) error {
 		h.used += n
 		return nil
 	} else if h.bytes > 0 {
-		a.force(h, n-free)
+		// The request's own list holds room, and its table is that answer made over: the pair counts as one
+		// answer, capped at the whole budget, and waits for room in the budget as a whole, not a user's share.
+		if extra := min(n-free, a.budget-h.bytes); extra > 0 {
+			if err := a.waitFor(ctx, h, extra, a.fitsWhole); err != nil {
+				return err
+			}
+		}
 		h.used = h.bytes
 		return nil
 	}
@@ -153,17 +160,27 @@ func (a *answerBudget) tryTake(h *answerHold, n int64) bool {
 	return true
 }
 
-// await takes n bytes for h, waiting within ctx for at most the build wait; then 429. h.mu is held.
+// fitsWhole reports whether n more bytes fit the budget as a whole. a.mu is held.
+func (a *answerBudget) fitsWhole(_ string, n int64) bool { return a.total+n <= a.budget }
+
+// await takes n bytes for h, which holds nothing, waiting within ctx for at most the build wait; then 429. h.mu
+// is held.
 func (a *answerBudget) await(ctx context.Context, h *answerHold, n int64) error {
 	if h.bytes > 0 || a.tryTake(h, n) {
 		return nil
 	}
+	return a.waitFor(ctx, h, n, a.fits)
+}
+
+// waitFor takes n more bytes for h once fit says they fit, waiting within ctx for at most the build wait; then
+// 429. h.mu is held.
+func (a *answerBudget) waitFor(ctx context.Context, h *answerHold, n int64, fit func(user string, n int64) bool) error {
 	answersWaiting.Inc()
 	defer answersWaiting.Dec()
 	timeout := a.after(a.wait)
 	for {
 		a.mu.Lock()
-		if a.fits(h.user, n) {
+		if fit(h.user, n) {
 			a.add(h, n)
 			a.mu.Unlock()
 			return nil
@@ -190,13 +207,6 @@ func (a *answerBudget) add(h *answerHold, n int64) {
 	a.total += n
 	a.users[h.user] += n
 	answersInFlightBytes.Set(float64(a.total))
-}
-
-// force charges n bytes to h, which holds room already, whether or not they fit.
-func (a *answerBudget) force(h *answerHold, n int64) {
-	a.mu.Lock()
-	a.add(h, n)
-	a.mu.Unlock()
 }
 
 // release gives back what the request took: its response has been written, or it failed.

@@ -44,7 +44,7 @@ func TestOldVersionsKeepTheNewestBuilds(t *testing.T) {
 		t.Fatalf("generations %d to %d, want 5 interim publications", committed, latest)
 	}
 	s := c.podStorage()
-	RegisterMetrics()
+	registerMetrics()
 	all := context.Background()
 	nsA := genericapirequest.WithNamespace(all, "ns-a")
 	builds := func() float64 {

@@ -25,7 +25,7 @@ func TestUnservedDeletionRebuildsNothing(t *testing.T) {
 	}
 	c.cycle(nil, cpu)
 	s := c.podStorage()
-	RegisterMetrics()
+	registerMetrics()
 	nsA := genericapirequest.WithNamespace(context.Background(), "ns-a")
 	list := func() any {
 		t.Helper()
