@@ -45,28 +45,27 @@ func memoryLimit(files []string) int64 {
 
 // readerCacheBytes is --reader-cache-bytes when given, else a sixteenth of the memory limit, else the API's default.
 func readerCacheBytes(flag int64, files []string) int64 {
-	if flag > 0 {
-		return flag
-	}
-	limit := memoryLimit(files)
-	if limit == 0 {
-		return api.DefaultReaderCacheBytes
-	}
-	n := limit / readerCacheShare
-	klog.V(1).InfoS("Readers' builds kept within a part of the memory limit", "memoryLimit", limit, "readerCacheBytes", n)
-	return n
+	return partOfMemoryLimit(flag, files, readerCacheShare, api.DefaultReaderCacheBytes,
+		"Readers' builds kept within a part of the memory limit", "readerCacheBytes")
 }
 
 // answerBytes is --answer-bytes when given, else an eighth of the memory limit, else the API's default.
 func answerBytes(flag int64, files []string) int64 {
+	return partOfMemoryLimit(flag, files, answerShare, api.DefaultAnswerBytes,
+		"Answers in flight bounded by a part of the memory limit", "answerBytes")
+}
+
+// partOfMemoryLimit is flag when given, else the memory limit divided by share (logged as msg with key), else
+// fallback when no limit is known.
+func partOfMemoryLimit(flag int64, files []string, share, fallback int64, msg, key string) int64 {
 	if flag > 0 {
 		return flag
 	}
 	limit := memoryLimit(files)
 	if limit == 0 {
-		return api.DefaultAnswerBytes
+		return fallback
 	}
-	n := limit / answerShare
-	klog.V(1).InfoS("Answers in flight bounded by a part of the memory limit", "memoryLimit", limit, "answerBytes", n)
+	n := limit / share
+	klog.V(1).InfoS(msg, "memoryLimit", limit, key, n)
 	return n
 }
