@@ -8,7 +8,6 @@ import (
 
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
-	"k8s.io/component-base/metrics/testutil"
 
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
@@ -21,14 +20,7 @@ import (
 // of 600 pods (a dashboard's `kubectl top pods`, or 10 readers sharing one) was a full build, for 4 requests of
 // one pod each. The newest published and committed snapshots are never trimmed now.
 func TestOldVersionsKeepTheNewestBuilds(t *testing.T) {
-	c := newCluster(t)
-	cpu := map[string]float64{}
-	for i := range 600 {
-		name := fmt.Sprintf("p%03d", i)
-		c.addPod("ns-a", name)
-		cpu["ns-a/"+name] = 0.1
-	}
-	c.cycle(nil, cpu)
+	c := clusterOf600(t)
 	committed := c.store.Latest().Generation()
 	// A long cycle: five interim publications, each of one pod's new sample.
 	cy := c.store.BeginCycle()
@@ -47,14 +39,6 @@ func TestOldVersionsKeepTheNewestBuilds(t *testing.T) {
 	registerMetrics()
 	all := context.Background()
 	nsA := genericapirequest.WithNamespace(all, "ns-a")
-	builds := func() float64 {
-		t.Helper()
-		n, err := testutil.GetCounterMetricValue(buildsMade)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
 	var onePod []string // the other retained snapshots' versions
 	for _, gen := range []uint64{committed, latest - 3, latest - 2, latest - 1} {
 		snap, ok := c.store.At(gen)
@@ -75,7 +59,7 @@ func TestOldVersionsKeepTheNewestBuilds(t *testing.T) {
 	if newest() != first {
 		t.Fatal("two lists of the newest snapshot were not shared: the test no longer checks the rebuilds")
 	}
-	before, rebuilt := builds(), 0
+	before, rebuilt := buildsSoFar(t), 0
 	for range 10 {
 		for _, rv := range onePod { // one reader's small lists of older snapshots
 			o := listOpts(t, "", "metadata.name=p100")
@@ -90,6 +74,6 @@ func TestOldVersionsKeepTheNewestBuilds(t *testing.T) {
 	}
 	if rebuilt > 0 {
 		t.Errorf("10 lists of the newest snapshot's 600 pods were built %d times anew (%v builds in all for them and 40 lists of one pod), want 0",
-			rebuilt, builds()-before)
+			rebuilt, buildsSoFar(t)-before)
 	}
 }

@@ -12,18 +12,11 @@ import (
 
 // TestUnservedDeletionRebuildsNothing (a review's finding): storage's Removals is one counter for every node
 // and pod, and every build of the current snapshot made before it grew is made anew by its next request; it was
-// bumped even for a pod that was never served (bound, not yet scraped twice: no publication follows). So churn anywhere (a Job's
-// short-lived pods in another namespace) makes every reader's large list a full build per deletion: here ten
-// deletions in ns-b, of pods no list ever served, cost ten full builds of ns-a's 600 pods, within one snapshot.
+// bumped even for a pod that was never served (bound, not yet scraped twice: no publication follows), so churn
+// anywhere (a Job's short-lived pods in another namespace) made every reader's large list a full build per
+// deletion: ten deletions in ns-b, of pods no list ever served, cost ten full builds of ns-a's 600 pods.
 func TestUnservedDeletionRebuildsNothing(t *testing.T) {
-	c := newCluster(t)
-	cpu := map[string]float64{}
-	for i := range 600 {
-		name := fmt.Sprintf("p%03d", i)
-		c.addPod("ns-a", name)
-		cpu["ns-a/"+name] = 0.1
-	}
-	c.cycle(nil, cpu)
+	c := clusterOf600(t)
 	s := c.podStorage()
 	registerMetrics()
 	nsA := genericapirequest.WithNamespace(context.Background(), "ns-a")
@@ -35,19 +28,11 @@ func TestUnservedDeletionRebuildsNothing(t *testing.T) {
 		}
 		return obj
 	}
-	builds := func() float64 {
-		t.Helper()
-		n, err := testutil.GetCounterMetricValue(buildsMade)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
 	first := list()
 	if list() != first {
 		t.Fatal("two lists of ns-a in one snapshot were not shared: the test no longer checks the rebuilds")
 	}
-	gen, before := c.store.Latest().Generation(), builds()
+	gen, before := c.store.Latest().Generation(), buildsSoFar(t)
 	for i := range 10 {
 		name := fmt.Sprintf("job-%d", i)
 		c.addPod("ns-b", name) // Running and bound, never scraped: never served
@@ -58,7 +43,30 @@ func TestUnservedDeletionRebuildsNothing(t *testing.T) {
 	if g := c.store.Latest().Generation(); g != gen {
 		t.Fatalf("storage published (generation %d to %d): the test no longer checks one snapshot", gen, g)
 	}
-	if n := builds() - before; n > 0 {
+	if n := buildsSoFar(t) - before; n > 0 {
 		t.Errorf("10 deletions of never-served pods in ns-b made ns-a's list of 600 pods %v times anew in one snapshot, want 0", n)
 	}
+}
+
+// clusterOf600 is a cluster whose ns-a has 600 pods (p000 to p599) served at 0.1 cores after one cycle.
+func clusterOf600(t *testing.T) *cluster {
+	c := newCluster(t)
+	cpu := map[string]float64{}
+	for i := range 600 {
+		name := fmt.Sprintf("p%03d", i)
+		c.addPod("ns-a", name)
+		cpu["ns-a/"+name] = 0.1
+	}
+	c.cycle(nil, cpu)
+	return c
+}
+
+// buildsSoFar is how many builds the API has made in this test binary (metrics_ring_api_builds_total).
+func buildsSoFar(t *testing.T) float64 {
+	t.Helper()
+	n, err := testutil.GetCounterMetricValue(buildsMade)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
