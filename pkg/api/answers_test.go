@@ -129,16 +129,7 @@ func TestGoneRequestBuildsNothing(t *testing.T) {
 // two of their size (the table's on the heap, with the metadata the server puts in each row, and encoded).
 func TestAnswerEstimates(t *testing.T) {
 	for _, containers := range []int{1, 3} {
-		es := make([]entry[storage.PodPoint], 2000)
-		for i := range es {
-			names, usages := make([]string, containers), make([]storage.Usage, containers)
-			for j := range names {
-				names[j] = fmt.Sprintf("container-%d", j)
-				usages[j] = storage.Usage{CPU: 123456789, Memory: 123456789}.WithSwap(1)
-			}
-			es[i] = entry[storage.PodPoint]{object: object{namespace: "some-namespace", name: fmt.Sprintf("pod-%05d", i)},
-				point: storage.PodPoint{Timestamp: sampleTime, Window: time.Second, Names: names, Usages: usages}}
-		}
+		es := podEntries(2000, containers, "some-namespace", "container-")
 		list := podKind{}.list(es, "1234567890123-abcdef", metav1.Now())
 		data, err := kruntime.Encode(Codecs.LegacyCodec(metricsv1beta1.SchemeGroupVersion), list)
 		if err != nil {

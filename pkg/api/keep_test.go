@@ -142,16 +142,7 @@ func TestKeeperShares(t *testing.T) {
 // the heap, for pods of one and of three containers.
 func TestKeeperEstimates(t *testing.T) {
 	for _, containers := range []int{1, 3} {
-		es := make([]entry[storage.PodPoint], 2000)
-		for i := range es {
-			names, usages := make([]string, containers), make([]storage.Usage, containers)
-			for j := range names {
-				names[j] = fmt.Sprintf("c%d", j)
-				usages[j] = storage.Usage{CPU: 123456789, Memory: 123456789}.WithSwap(1)
-			}
-			es[i] = entry[storage.PodPoint]{object: object{namespace: "ns", name: fmt.Sprintf("pod-%05d", i)},
-				point: storage.PodPoint{Timestamp: sampleTime, Window: time.Second, Names: names, Usages: usages}}
-		}
+		es := podEntries(2000, containers, "ns", "c")
 		// Other tests' goroutines may still free memory between the two readings (a run here once read 168 KB for
 		// a 2 MB list), so one reading of five within the bounds will do: a wrong estimate misses all five.
 		est, used := listBytes(es), int64(0)
@@ -243,4 +234,20 @@ func TestRefundedPageChargesNoMore(t *testing.T) {
 	if after, _ := s.builds.keeper.usage(""); after != before {
 		t.Errorf("encoding a page let go of charged %d bytes (%d kept before, %d after)", after-before, before, after)
 	}
+}
+
+// podEntries is n pods' entries of namespace, pod-00000 on, each of containers containers named prefix0 on, with
+// swap: what the size estimates are checked against.
+func podEntries(n, containers int, namespace, prefix string) []entry[storage.PodPoint] {
+	es := make([]entry[storage.PodPoint], n)
+	for i := range es {
+		names, usages := make([]string, containers), make([]storage.Usage, containers)
+		for j := range names {
+			names[j] = fmt.Sprintf("%s%d", prefix, j)
+			usages[j] = storage.Usage{CPU: 123456789, Memory: 123456789}.WithSwap(1)
+		}
+		es[i] = entry[storage.PodPoint]{object: object{namespace: namespace, name: fmt.Sprintf("pod-%05d", i)},
+			point: storage.PodPoint{Timestamp: sampleTime, Window: time.Second, Names: names, Usages: usages}}
+	}
+	return es
 }
