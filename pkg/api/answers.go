@@ -182,14 +182,14 @@ func (a *answerBudget) await(ctx context.Context, h *answerHold, n int64) error 
 // 429, at once when h's user has maxWaiting requests waiting already. h.mu is held.
 func (a *answerBudget) waitFor(ctx context.Context, h *answerHold, n int64, fit func(user string, n int64) bool) error {
 	var timeout <-chan time.Time
-	for {
+	for waiting := false; ; waiting = true {
 		a.mu.Lock()
 		if fit(h.user, n) {
 			a.add(h, n)
 			a.mu.Unlock()
 			return nil
 		}
-		if timeout == nil { // the first wait
+		if !waiting {
 			if a.waiting[h.user] >= a.maxWaiting {
 				a.mu.Unlock()
 				return a.tooMany(ctx, true)
