@@ -30,25 +30,31 @@ const (
 // requests is the keeper's; this is the rest of what readers hold, for as long as a client takes to read it. A
 // large answer takes its estimated bytes before it is made and gives them back once its response has been
 // written (answersWritten, the handler filter, releases what the request took); a request finding no room lets go
-// of its answer and of its build while it waits (reserve), at most the build wait, then gets 429.
+// of its answer and of its build while it waits (reserve), at most the build wait, then gets 429. A user already
+// waiting with maxWaiting requests is answered 429 at once, as for build slots (buildLimit.maxWaiting): waiting
+// holds no room, but each waiter holds a request the server accepts (--max-requests-inflight), and one user must
+// not take them all.
 type answerBudget struct {
-	budget int64
-	wait   time.Duration
-	after  func(time.Duration) <-chan time.Time
+	budget     int64
+	wait       time.Duration
+	after      func(time.Duration) <-chan time.Time
+	maxWaiting int // a user's requests waiting for room
 
-	mu    sync.Mutex
-	total int64
-	users map[string]int64
-	freed chan struct{} // closed, and replaced, when room is given back
+	mu      sync.Mutex
+	total   int64
+	users   map[string]int64
+	waiting map[string]int // requests waiting for room, by user
+	freed   chan struct{}  // closed, and replaced, when room is given back
 }
 
-// newAnswerBudget bounds answers in flight to budget bytes (0: DefaultAnswerBytes).
+// newAnswerBudget bounds answers in flight to budget bytes (0: DefaultAnswerBytes), a user's waiting requests to
+// minWaiting (newReaders: as many as for build slots).
 func newAnswerBudget(budget int64) *answerBudget {
 	if budget <= 0 {
 		budget = DefaultAnswerBytes
 	}
-	return &answerBudget{budget: budget, wait: defaultBuildWait, after: time.After, users: map[string]int64{},
-		freed: make(chan struct{})}
+	return &answerBudget{budget: budget, wait: defaultBuildWait, after: time.After, maxWaiting: minWaiting,
+		users: map[string]int64{}, waiting: map[string]int{}, freed: make(chan struct{})}
 }
 
 // answerHold is the room one request holds, taken by its answers and given back when its response is written.
@@ -173,17 +179,26 @@ func (a *answerBudget) await(ctx context.Context, h *answerHold, n int64) error 
 }
 
 // waitFor takes n more bytes for h once fit says they fit, waiting within ctx for at most the build wait; then
-// 429. h.mu is held.
+// 429, at once when h's user has maxWaiting requests waiting already. h.mu is held.
 func (a *answerBudget) waitFor(ctx context.Context, h *answerHold, n int64, fit func(user string, n int64) bool) error {
-	answersWaiting.Inc()
-	defer answersWaiting.Dec()
-	timeout := a.after(a.wait)
-	for {
+	var timeout <-chan time.Time
+	for waiting := false; ; waiting = true {
 		a.mu.Lock()
 		if fit(h.user, n) {
 			a.add(h, n)
 			a.mu.Unlock()
 			return nil
+		}
+		if !waiting {
+			if a.waiting[h.user] >= a.maxWaiting {
+				a.mu.Unlock()
+				return a.tooMany(ctx, true)
+			}
+			a.waiting[h.user]++
+			defer a.stopWaiting(h.user)
+			answersWaiting.Inc()
+			defer answersWaiting.Dec()
+			timeout = a.after(a.wait)
 		}
 		freed := a.freed // taken under a.mu with the check: no release goes unseen
 		a.mu.Unlock()
@@ -191,12 +206,21 @@ func (a *answerBudget) waitFor(ctx context.Context, h *answerHold, n int64, fit 
 		case <-freed:
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return a.tooMany(ctx)
+				return a.tooMany(ctx, false)
 			}
 			return ctx.Err()
 		case <-timeout:
-			return a.tooMany(ctx)
+			return a.tooMany(ctx, false)
 		}
+	}
+}
+
+// stopWaiting counts a request of user no longer waiting.
+func (a *answerBudget) stopWaiting(user string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.waiting[user]--; a.waiting[user] <= 0 {
+		delete(a.waiting, user)
 	}
 }
 
@@ -236,8 +260,14 @@ func (a *answerBudget) usage(user string) (total, byUser int64) {
 	return a.total, a.users[user]
 }
 
-func (a *answerBudget) tooMany(ctx context.Context) error {
+// tooMany is the 429 of a request that found no room: at once, its user having maxWaiting requests waiting
+// (user), or after its wait.
+func (a *answerBudget) tooMany(ctx context.Context, user bool) error {
 	answersRejected.WithLabelValues(requestVersion(ctx)).Inc()
+	if user {
+		return apierrors.NewTooManyRequests(fmt.Sprintf(
+			"too many of your large answers are waiting for room in --answer-bytes (%d): try again", a.maxWaiting), 1)
+	}
 	return apierrors.NewTooManyRequests(fmt.Sprintf(
 		"large answers being written take all of --answer-bytes (%d bytes; one user at most a quarter): try again",
 		a.budget), 1)

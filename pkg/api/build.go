@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,7 +16,8 @@ import (
 // key index: a few words per object), from which a list builds every item once and encodes it once per wire
 // format, a page builds only its own items, and watches build their events' objects once, encoded once per format
 // and written to every watcher. Which objects exist is as the informers saw them when the build was made: a build
-// listed before a later deletion (storage's Removals) is not shared with the requests that come after it.
+// listed before a later deletion (storage's Removals) is not shared with the requests that come after it, when it
+// lists the deleted object.
 
 // scope is what a build is shared by: a namespace ("" for all, or a cluster-scoped kind) and selectors.
 type scope struct {
@@ -46,8 +48,10 @@ type build[P any] struct {
 	created    metav1.Time
 	entries    []entry[P] // sorted by (namespace,) name
 	// removals is storage's Removals read before its objects were listed: an object deleted once the count grew
-	// past it may be among its entries, so it is not shared with requests that come after that (get).
+	// past it may be among its entries, so it is not shared with requests that come after that (get) unless it
+	// lists none of the objects removed since (stale); checked is the count up to which it was found to list none.
 	removals uint64
+	checked  atomic.Uint64
 	done     chan struct{}
 	err      error
 	// shared says the build is kept in the cache, so its full list, pages and watch events are shared and charged

@@ -133,7 +133,7 @@ func (c *buildCache[P]) get(ctx context.Context, snap storage.Snapshot, sel scop
 		}
 		g.until = c.now().Add(c.lease)
 		b, ok := g.bySel[key]
-		if ok && b.predates(removals) { // made anew from the same snapshot; a page-through of it goes on in the new one
+		if ok && b.stale(removals) { // made anew from the same snapshot; a page-through of it goes on in the new one
 			delete(g.bySel, key)
 			forget, ok = append(forget, b), false
 		}
@@ -154,7 +154,7 @@ func (c *buildCache[P]) get(ctx context.Context, snap storage.Snapshot, sel scop
 		if err := c.res.limit.await(ctx, b.done); err != nil {
 			return nil, err
 		}
-		if !errors.Is(b.err, errLeaderGone) && (b.err != nil || b.removals >= removals) {
+		if !errors.Is(b.err, errLeaderGone) && (b.err != nil || !b.stale(removals)) {
 			if b.err == nil {
 				c.keeper.hold(&b.keep, userOf(ctx))
 			}

@@ -68,8 +68,11 @@ func newBuildLimit(n int) *buildLimit {
 		epoch: time.Now(), users: map[string]*slotUser{}}
 }
 
+// minWaiting is the fewest requests one user may have waiting, for slots and others' builds, or for answers' room.
+const minWaiting = 32
+
 // maxWaiting is how many requests one user may have waiting, for slots and for others' builds: beyond, 429 at once.
-func (l *buildLimit) maxWaiting() int { return max(8*l.slots, 32) }
+func (l *buildLimit) maxWaiting() int { return max(8*l.slots, minWaiting) }
 
 type patientKey struct{}
 

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"sync"
 )
 
@@ -30,8 +31,10 @@ func (l *buildLimit) await(ctx context.Context, done <-chan struct{}) error {
 	}
 }
 
-// lock locks mu, which another request holds while it makes what this one will share, counted as await is.
-func (l *buildLimit) lock(ctx context.Context, mu *sync.Mutex) error {
+// lock locks mu, which another request holds while it makes what this one will share, counted as await is. A
+// request whose context ends meanwhile (its client went away, its deadline passed) stops waiting: an error
+// wrapping the context's, mu not locked.
+func (l *buildLimit) lock(ctx context.Context, mu *waitLock) error {
 	if mu.TryLock() {
 		return nil
 	}
@@ -40,8 +43,45 @@ func (l *buildLimit) lock(ctx context.Context, mu *sync.Mutex) error {
 		return err
 	}
 	defer leave()
-	mu.Lock()
-	return nil
+	return mu.lockWithin(ctx)
+}
+
+// waitLock is a mutex whose waiters may give up when their request ends (lockWithin), which sync.Mutex's cannot.
+// Its zero value is unlocked.
+type waitLock struct {
+	once sync.Once
+	held chan struct{} // holds a token while locked
+}
+
+func (m *waitLock) token() chan struct{} {
+	m.once.Do(func() { m.held = make(chan struct{}, 1) })
+	return m.held
+}
+
+// Lock locks m, waiting as long as it takes.
+func (m *waitLock) Lock() { m.token() <- struct{}{} }
+
+// Unlock unlocks m, locked by any goroutine.
+func (m *waitLock) Unlock() { <-m.token() }
+
+// TryLock locks m when it is free, and reports whether it did.
+func (m *waitLock) TryLock() bool {
+	select {
+	case m.token() <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// lockWithin locks m, unless ctx ends first.
+func (m *waitLock) lockWithin(ctx context.Context) error {
+	select {
+	case m.token() <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the list another request is making: %w", ctx.Err())
+	}
 }
 
 // block counts a request of ctx's user waiting on another's build until leave; 429 when it has too many already.

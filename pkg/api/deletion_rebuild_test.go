@@ -8,6 +8,7 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/component-base/metrics/testutil"
+	"k8s.io/metrics/pkg/apis/metrics"
 )
 
 // TestUnservedDeletionRebuildsNothing (a review's finding): storage's Removals is one counter for every node
@@ -69,4 +70,58 @@ func buildsSoFar(t *testing.T) float64 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestRemovalRebuildsOnlyBuildsHoldingIt (a review's finding): a deletion of a served pod made every cached build of
+// the newest snapshot be made anew until storage published the deletion (at most MinPublishInterval), though most
+// selections never held the pod. Five deletions in ns-b leave ns-a's list of 600 pods shared (one build), while
+// ns-b's and every namespace's lists, which held each deleted pod, are made anew and never serve it.
+func TestRemovalRebuildsOnlyBuildsHoldingIt(t *testing.T) {
+	c := clusterOf600(t)
+	cpu := map[string]float64{}
+	for i := range 10 {
+		name := fmt.Sprintf("b%d", i)
+		c.addPod("ns-b", name)
+		cpu["ns-b/"+name] = 0.1
+	}
+	c.cycle(nil, cpu)
+	s := c.podStorage()
+	registerMetrics()
+	list := func(ns string) *metrics.PodMetricsList {
+		t.Helper()
+		obj, err := s.List(genericapirequest.WithNamespace(context.Background(), ns), &metainternalversion.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return podList(t, obj)
+	}
+	nsA := list("ns-a")
+	if len(nsA.Items) != 600 || list("ns-a") != nsA {
+		t.Fatal("two lists of ns-a's 600 pods in one snapshot were not one shared list: the test no longer checks the rebuilds")
+	}
+	list("ns-b")
+	list("")
+	gen, removals, before := c.store.Latest().Generation(), c.store.Removals(), buildsSoFar(t)
+	for i := range 5 {
+		name := fmt.Sprintf("b%d", i)
+		_ = c.pods.Delete(podMeta("ns-b", name, nil))
+		c.store.PodDeleted("ns-b", name)
+		if l := list("ns-a"); l != nsA {
+			t.Errorf("deletion %d of ns-b/%s: ns-a's list was made anew", i+1, name)
+		}
+		for _, ns := range []string{"ns-b", ""} {
+			for _, p := range list(ns).Items {
+				if p.Namespace == "ns-b" && p.Name <= name {
+					t.Errorf("deletion %d: the list of namespace %q serves ns-b/%s, deleted", i+1, ns, p.Name)
+				}
+			}
+		}
+	}
+	if g, r := c.store.Latest().Generation(), c.store.Removals(); g != gen || r != removals+5 {
+		t.Fatalf("generation %d to %d, %d removals counted of 5: the test no longer checks one snapshot's builds",
+			gen, g, r-removals)
+	}
+	if n := buildsSoFar(t) - before; n != 10 {
+		t.Errorf("5 deletions in ns-b made %v builds, want 10 (ns-b's and every namespace's, each deletion; ns-a's none)", n)
+	}
 }

@@ -24,6 +24,7 @@
 // (a storage handle) while its lease runs. An answer nothing keeps takes room in a budget of answers in flight until
 // its response is written, and each answer is encoded once per wire format. A watch joins its selection's feed,
 // which follows successive snapshots, turns two builds into events and delivers them to each watcher; a watcher
-// that falls behind is ended with 410 Gone. A build made before a deletion is kept from later requests and watches.
+// that falls behind is ended with 410 Gone. A build that lists an object deleted since it was made is kept from
+// later requests and watches; one that lists none of the objects deleted since (storage names them) stays shared.
 // /readyz and /livez ask the collection loop (Collection) and the informers' sync.
 package api

@@ -60,6 +60,11 @@ func (f *fakeMetrics) Committed() storage.Snapshot {
 // Removals is 0: a fake's objects are never removed.
 func (f *fakeMetrics) Removals() uint64 { return 0 }
 
+// RemovedAfter names nothing: a fake's objects are never removed.
+func (f *fakeMetrics) RemovedAfter(count uint64) ([]storage.Removal, uint64, bool) {
+	return nil, count, true
+}
+
 // Hold holds nothing: a fake keeps only its current generation.
 func (f *fakeMetrics) Hold(storage.Snapshot) (*storage.Handle, bool) { return nil, true }
 

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -10,7 +9,7 @@ import (
 // fullList is a build's list of every entry, shared by the build's requests, built and encoded once, when the
 // keeper has room for it; let go of (letGo) once a newer collection lands or the build is evicted.
 type fullList struct {
-	mu   sync.Mutex
+	mu   waitLock
 	obj  runtime.Object // the shared list, once built
 	kept *shared        // what obj is charged
 }

@@ -27,6 +27,9 @@ type Snapshots interface {
 	// publication that leaves them out: what was joined with the informers' objects before the count grew (a build)
 	// may hold an object since gone, whatever snapshot it read.
 	Removals() uint64
+	// RemovedAfter names the objects removed after Removals was count, up to the count returned: a build that
+	// lists none of them holds no object since gone. ok is false when storage no longer recalls them all.
+	RemovedAfter(count uint64) (removed []storage.Removal, upTo uint64, ok bool)
 }
 
 // NodeLister lists nodes; a corev1 NodeLister from an informer implements it.

@@ -105,7 +105,7 @@ var (
 		Namespace:      "metrics_ring",
 		Subsystem:      "api",
 		Name:           "answers_rejected_total",
-		Help:           "Requests answered 429 because --answer-bytes (or their user's quarter of it) had no room for their answer for as long as they could wait, by API version.",
+		Help:           "Requests answered 429 because --answer-bytes (or their user's quarter of it) had no room for their answer for as long as they could wait, or their user had too many requests waiting for room already, by API version.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"version"})
 	buildsRejected = metrics.NewCounterVec(&metrics.CounterOpts{

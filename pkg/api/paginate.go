@@ -25,7 +25,7 @@ import (
 // resourceversion.go, or one paged more slowly than the lease) continues after its key from the newest committed
 // snapshot: every object once, no error, as DESIGN.md section 2 says. A page-through keeps its snapshot when an
 // object is deleted meanwhile, so its later pages may still list it: they read its build, or, once a request since
-// the deletion made that build again (build.predates), the new one, after the token's key.
+// the deletion made that build again (build.stale), the new one, after the token's key.
 
 // pageBuild returns the build a list reads and the key of the last item already returned ("" for a first page):
 // latest's, the request's, for a list without limit; the newest committed snapshot's for a first page; the

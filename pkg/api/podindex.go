@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"sync"
 
@@ -31,7 +32,8 @@ type PodIndex struct {
 	synced  cache.InformerSynced
 
 	mu     sync.RWMutex
-	counts map[string]int // pods by index value, and by namespace ("namespace" alone)
+	seed   maphash.Seed
+	counts map[uint64]int // pods by the hash of an index value (setHash), and of a namespace (namespaceHash)
 	total  int
 }
 
@@ -50,7 +52,8 @@ func NewPodIndex(informer podInformer) (*PodIndex, error) {
 	ix := &PodIndex{
 		GenericLister: cache.NewGenericLister(informer.GetIndexer(), schema.GroupResource{Resource: "pods"}),
 		indexer:       informer.GetIndexer(),
-		counts:        map[string]int{},
+		seed:          maphash.MakeSeed(),
+		counts:        map[uint64]int{},
 	}
 	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { ix.count(obj, 1) },
@@ -79,6 +82,24 @@ func podLabelValues(obj any) ([]string, error) {
 
 func labelValue(namespace, key, value string) string { return namespace + "/" + key + "=" + value }
 
+// setHash keys the counts: the hash of an index value (labelValue's text, from its parts), so that each value's
+// text is kept once, by the indexer, and counting makes no string. Two sets whose hashes collide (one chance in
+// about 2^64 a pair) share a count: it stays at least the size of either, so upTo still bounds a selection, and
+// smallest may read a larger set than it could: time, never a pod.
+func (ix *PodIndex) setHash(namespace, key, value string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(ix.seed)
+	h.WriteString(namespace)
+	h.WriteByte('/')
+	h.WriteString(key)
+	h.WriteByte('=')
+	h.WriteString(value)
+	return h.Sum64()
+}
+
+// namespaceHash keys a namespace's count: a namespace never holds '/', an index value always does.
+func (ix *PodIndex) namespaceHash(namespace string) uint64 { return maphash.String(ix.seed, namespace) }
+
 func (ix *PodIndex) update(oldObj, newObj any) {
 	o, err1 := meta.Accessor(oldObj)
 	n, err2 := meta.Accessor(newObj)
@@ -101,17 +122,17 @@ func (ix *PodIndex) count(obj any, d int) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	ix.total += d
-	ix.add(m.GetNamespace(), d)
+	ix.add(ix.namespaceHash(m.GetNamespace()), d)
 	for k, v := range m.GetLabels() {
-		ix.add(labelValue(m.GetNamespace(), k, v), d)
+		ix.add(ix.setHash(m.GetNamespace(), k, v), d)
 	}
 }
 
-func (ix *PodIndex) add(value string, d int) {
-	if n := ix.counts[value] + d; n > 0 {
-		ix.counts[value] = n
+func (ix *PodIndex) add(set uint64, d int) {
+	if n := ix.counts[set] + d; n > 0 {
+		ix.counts[set] = n
 	} else {
-		delete(ix.counts, value)
+		delete(ix.counts, set)
 	}
 }
 
@@ -136,8 +157,7 @@ func (ix *PodIndex) smallest(namespace string, sel labels.Selector) (values []st
 		var vs []string
 		size := 0
 		for v := range r.Values() {
-			value := labelValue(namespace, r.Key(), v)
-			vs, size = append(vs, value), size+ix.counts[value]
+			vs, size = append(vs, labelValue(namespace, r.Key(), v)), size+ix.counts[ix.setHash(namespace, r.Key(), v)]
 		}
 		if !ok || size < n {
 			values, n, ok = vs, size, true
@@ -179,7 +199,7 @@ func (ix *PodIndex) upTo(namespace string, sel labels.Selector) (n int, known bo
 	defer ix.mu.RUnlock()
 	bound := ix.total
 	if namespace != metav1.NamespaceAll {
-		bound = ix.counts[namespace]
+		bound = ix.counts[ix.namespaceHash(namespace)]
 	}
 	if !narrowed || bound < n {
 		n = bound

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -36,21 +37,7 @@ func BenchmarkHPASelection(b *testing.B) {
 		pods = append(pods, podMeta(ns, name, l))
 		m.pods[ns+"/"+name] = podPoint(storage.ContainerPoint{Name: "app", Usage: storageUsage(123_456_789, 100<<20)})
 	})
-	heap0 := heapInUse()
-	plain := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	for _, p := range pods {
-		_ = plain.Add(p)
-	}
-	heap1 := heapInUse()
-	inf := newFakePodInformer()
-	ix, err := NewPodIndex(inf)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, p := range pods {
-		inf.add(p)
-	}
-	indexBytes := (heapInUse() - heap1) - (heap1 - heap0)
+	plain, ix, indexBytes := labelIndexKeeps(b, pods)
 	ctx := genericapirequest.WithNamespace(context.Background(), "ns-3")
 	sel, err := labels.Parse(fmt.Sprintf("app=app-42,pod-template-hash=%x,tier=backend", 42*7919))
 	if err != nil {
@@ -84,6 +71,60 @@ func BenchmarkHPASelection(b *testing.B) {
 					b.Fatalf("selected %d pods (%v), want 15", len(objs), err)
 				}
 			}
+		})
+	}
+}
+
+// labelIndexKeeps returns an informer's store of pods, the same with the label index (PodIndex), and what the index
+// and its counts keep beyond the store.
+func labelIndexKeeps(b *testing.B, pods []*metav1.PartialObjectMetadata) (cache.Indexer, *PodIndex, int64) {
+	heap0 := heapInUse()
+	plain := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, p := range pods {
+		_ = plain.Add(p)
+	}
+	heap1 := heapInUse()
+	ix := indexedInformer(b, pods)
+	return plain, ix, (heapInUse() - heap1) - (heap1 - heap0)
+}
+
+// indexedInformer is a pod informer of pods with the label index.
+func indexedInformer(b *testing.B, pods []*metav1.PartialObjectMetadata) *PodIndex {
+	inf := newFakePodInformer()
+	ix, err := NewPodIndex(inf)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, p := range pods {
+		inf.add(p)
+	}
+	return ix
+}
+
+// BenchmarkPodIndexKeeps indexes 30,000 pods as hpaCluster labels them (Deployments': 4,010 distinct label values),
+// and the same with a label of each pod's own (a StatefulSet's pod-name: 34,010): B/op is what indexing them
+// allocates, kept-bytes what the label index and its counts keep beyond the informer's store.
+func BenchmarkPodIndexKeeps(b *testing.B) {
+	for _, own := range []bool{false, true} {
+		var pods []*metav1.PartialObjectMetadata
+		hpaCluster(func(ns, name string, l map[string]string) {
+			if own {
+				l["statefulset.kubernetes.io/pod-name"] = name
+			}
+			pods = append(pods, podMeta(ns, name, l))
+		})
+		name := "deployments"
+		if own {
+			name = "statefulsets"
+		}
+		b.Run(name, func(b *testing.B) {
+			_, ix, kept := labelIndexKeeps(b, pods)
+			runtime.KeepAlive(ix)
+			b.ReportAllocs()
+			for b.Loop() {
+				indexedInformer(b, pods)
+			}
+			b.ReportMetric(float64(kept), "kept-bytes")
 		})
 	}
 }

@@ -188,3 +188,24 @@ func TestPodIndexSizes(t *testing.T) {
 		t.Error("a size known before the counts have seen the informer's initial list")
 	}
 }
+
+// TestPodIndexCountsKeepNoText (a review's finding): the counts were keyed by each label value's text, a copy of
+// the indexer's own key made at each event (namespace/key=value, kept twice, made three times an event). Counting a
+// pod's labels makes no string now, so the counts keep none: the indexer's key is the text's one copy
+// (BENCHMARKS.md, the label index: what 30,000 pods keep).
+func TestPodIndexCountsKeepNoText(t *testing.T) {
+	labelsOf := func(i int) map[string]string {
+		return map[string]string{"app": fmt.Sprintf("app-%d", i%40), "pod-template-hash": "5d8c7b9f", "tier": "backend"}
+	}
+	_, ix := newIndexedPods(t, 600, labelsOf)
+	pod := podMeta("ns-a", "p0007", labelsOf(7))
+	if n := testing.AllocsPerRun(100, func() {
+		ix.count(pod, 1) // as an informer's event, of a pod whose sets exist
+		ix.count(pod, -1)
+	}); n != 0 {
+		t.Errorf("counting a pod of 3 labels in and out made %v allocations, want 0", n)
+	}
+	if n, _ := ix.upTo("ns-a", labels.SelectorFromSet(labels.Set{"app": "app-7"})); n != 15 {
+		t.Errorf("app=app-7: at most %d, want 15", n)
+	}
+}

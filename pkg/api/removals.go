@@ -1,12 +1,18 @@
 package api
 
 import (
+	"sort"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
-// Objects deleted since a build was listed: requests that come after the deletion do not share the build (get), and
-// a watch joining a feed that leads from it is not told of them.
+// Objects deleted since a build was listed: requests that come after the deletion do not share the build (get) when
+// it lists one of them, and a watch joining a feed that leads from it is not told of them. Storage names the
+// objects its latest removals were (RemovedAfter), so a build that lists none of them stays shared: a deletion in
+// one namespace does not make every cached list anew until storage publishes it.
 //
 // A watch joins its selection's feed where the feed is: at the build it made for the newest snapshot it took in.
 // When an object was deleted since that build was listed, the feed tells its watchers once storage publishes the
@@ -14,21 +20,44 @@ import (
 // as if it existed. So it starts from the feed's build without the objects the informers no longer have, and the
 // feed's DELETED for them is not sent to it: it was never told of them, or its initial events said they went.
 
-// predates reports whether b, made, was listed before storage's Removals reached removals: an object deleted since
-// may be among its entries. One still being made is not: get waits for it, then checks again.
-func (b *build[P]) predates(removals uint64) bool {
+// stale reports whether b, made, may list an object removed by the time storage's Removals reached removals: it
+// was listed before, and one of the objects removed since is among its entries, or storage no longer recalls which
+// they were. One still being made is not: get waits for it, then checks again.
+func (b *build[P]) stale(removals uint64) bool {
 	select {
 	case <-b.done:
-		return b.err == nil && b.removals < removals
 	default:
 		return false
 	}
+	checked := max(b.removals, b.checked.Load())
+	if b.err != nil || checked >= removals {
+		return false
+	}
+	removed, upTo, ok := b.res.snaps.RemovedAfter(checked)
+	if !ok {
+		return true
+	}
+	for _, r := range removed {
+		if b.lists(r) {
+			return true
+		}
+	}
+	for old := b.checked.Load(); old < upTo && !b.checked.CompareAndSwap(old, upTo); old = b.checked.Load() {
+	}
+	return upTo < removals // never: storage names a removal before it counts it
 }
 
-// current returns the build a watch joining a feed at b starts from: b, or when b was listed before a later removal
-// (build.predates), a copy of b without the objects the informers no longer have, with their keys.
+// lists reports whether b's entries, sorted, hold the removed object r (a node's Namespace is "", a pod's never).
+func (b *build[P]) lists(r storage.Removal) bool {
+	o := object{namespace: r.Namespace, name: r.Name}
+	i := sort.Search(len(b.entries), func(i int) bool { return !b.entries[i].less(&o) })
+	return i < len(b.entries) && b.entries[i].namespace == o.namespace && b.entries[i].name == o.name
+}
+
+// current returns the build a watch joining a feed at b starts from: b, or when b may list an object removed since
+// (build.stale), a copy of b without the objects the informers no longer have, with their keys.
 func (s *metricsREST[P]) current(b *build[P]) (*build[P], map[string]struct{}) {
-	if !b.predates(s.snaps.Removals()) {
+	if !b.stale(s.snaps.Removals()) {
 		return b, nil
 	}
 	var gone map[string]struct{}

@@ -54,8 +54,10 @@ type readers struct {
 
 // newReaders bounds the readers of one server as Deps says (zero values: the defaults).
 func newReaders(d Deps) readers {
-	return readers{run: newRun(), watches: newWatchHub(d.MaxWatches, d.MaxWatchesPerUser),
+	r := readers{run: newRun(), watches: newWatchHub(d.MaxWatches, d.MaxWatchesPerUser),
 		limit: newBuildLimit(d.MaxBuilds), keeper: newKeeper(d.ReaderCacheBytes), answers: newAnswerBudget(d.AnswerBytes)}
+	r.answers.maxWaiting = r.limit.maxWaiting() // a user waits for room as many times as for slots
+	return r
 }
 
 func newMetricsREST[P any](m Snapshots, k kind[P], r readers) *metricsREST[P] {

@@ -13,9 +13,9 @@
 //
 // Which objects exist comes from the informers' events alone, passed on by cmd: BindPod (a pod object Running on a
 // node: its samples, and only those measured for that object, are stored from then on), PodDeleted and NodeDeleted
-// (its series dropped, and that published, at once; Removals counts them), NodeCapacity (what the node can do: no
-// value above it is served). Storage never asks a lister. Staleness is a rule of the data: a series not fed a new
-// sample within --stale-after is dropped.
+// (its series dropped, and that published, at once; Removals counts them, RemovedAfter names the latest ones),
+// NodeCapacity (what the node can do: no value above it is served). Storage never asks a lister. Staleness is a rule
+// of the data: a series not fed a new sample within --stale-after is dropped.
 //
 // Reading is one atomic load: Latest (or At, a retained generation) returns a Snapshot that needs nothing else: the
 // values, the time each turns stale, the generation (the API's resourceVersion), the source's health and the 503

@@ -117,7 +117,7 @@ func (s *Storage) NodeDeleted(name string) {
 		seriesPruned.WithLabelValues("deleted").Inc()
 		delete(s.nodes, name)
 		s.touchNode(name)
-		s.removed(served)
+		s.removed(Removal{Name: name}, served)
 	}
 }
 
@@ -131,7 +131,7 @@ func (s *Storage) PodDeleted(namespace, name string) {
 	if p := s.slots.get(key); p != nil {
 		_, served := s.view.Load().Pod(namespace, name)
 		s.dropPod(key, p, "deleted")
-		s.removed(served)
+		s.removed(Removal{Namespace: namespace, Name: name}, served)
 	}
 }
 

@@ -1,6 +1,9 @@
 package storage
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
 // Removals: DESIGN.md section 2 drops the series of a deleted node or pod (or one that stopped Running) at once,
 // and what is served must follow: storage publishes a removal without waiting for the cycle's commit (a resolution
@@ -16,15 +19,64 @@ import "time"
 // though that snapshot's values are still its own; one made since may not. Lock-free.
 func (s *Storage) Removals() uint64 { return s.removals.Load() }
 
-// removed counts a removal of an object the newest view serves (served), and publishes it: at once when
+// Removal names an object whose removal Removals counted: a pod, or a node (Namespace "").
+type Removal struct{ Namespace, Name string }
+
+// RemovedAfter returns the objects whose removals Removals counted after count, and the count they go to: a reader
+// whose join was made when Removals was count holds none of them unless it lists one, so only readers that list a
+// removed object need joining again. ok is false when storage no longer recalls them all (more than recentRemovals
+// since count): the reader must assume it lists one. It takes a lock of its own, never storage's.
+func (s *Storage) RemovedAfter(count uint64) (removed []Removal, upTo uint64, ok bool) {
+	return s.removedLog.after(count)
+}
+
+// recentRemovals is how many of the latest removals storage recalls (RemovedAfter): a burst of more between a
+// reader's join and its next use (a namespace deleted at once) makes it join again, as every removal did before.
+const recentRemovals = 1024
+
+// removalLog is the latest removals, each at its count; a ring allocated at the first.
+type removalLog struct {
+	mu    sync.Mutex
+	ring  []Removal // the removal counted n is at (n-1) % recentRemovals
+	count uint64    // removals logged: Removals' count once it has counted them
+}
+
+func (l *removalLog) add(r Removal) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ring == nil {
+		l.ring = make([]Removal, recentRemovals)
+	}
+	l.ring[l.count%recentRemovals] = r
+	l.count++
+}
+
+func (l *removalLog) after(count uint64) ([]Removal, uint64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if count >= l.count {
+		return nil, max(count, l.count), true
+	}
+	if l.count-count > recentRemovals {
+		return nil, l.count, false
+	}
+	out := make([]Removal, 0, l.count-count)
+	for n := count; n < l.count; n++ {
+		out = append(out, l.ring[n%recentRemovals])
+	}
+	return out, l.count, true
+}
+
+// removed counts the removal r of an object the newest view serves (served), and publishes it: at once when
 // MinPublishInterval has passed since the previous publication, else once it has (Options.AfterFunc), unless a
 // publication comes first. Nothing is published before the first commit (nothing is served before it). Called
 // with s.mu held.
-func (s *Storage) removed(served bool) {
+func (s *Storage) removed(r Removal, served bool) {
 	if !served || s.health.Cycles == 0 {
 		// No build of the newest view lists it: counting it would make readers rebuild for nothing.
 		return
 	}
+	s.removedLog.add(r) // before it is counted: a reader seeing the count finds it in the log
 	s.removals.Add(1)
 	if s.removalDue {
 		return

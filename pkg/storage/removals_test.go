@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -82,6 +84,44 @@ func TestDeletionPublished(t *testing.T) {
 	for _, name := range []string{"p", "q", "r", "n1"} {
 		if !serves(committed, name) {
 			t.Errorf("the commit's snapshot no longer serves %s: a page-through reading it would lose it", name)
+		}
+	}
+	removed, upTo, ok := f.RemovedAfter(removals + 1)
+	wantRemoved := []Removal{{"ns", "r"}, {"", "n1"}, {"ns", "p"}}
+	if !ok || upTo != removals+4 || !slices.Equal(removed, wantRemoved) {
+		t.Errorf("RemovedAfter(the first removal): %v up to %d (%v), want %v up to %d", removed, upTo-removals, ok, wantRemoved, 4)
+	}
+}
+
+// TestRemovedAfter: the removals counted after a count, while storage recalls them all (recentRemovals).
+func TestRemovedAfter(t *testing.T) {
+	var l removalLog
+	for i := range recentRemovals + 10 {
+		l.add(Removal{Name: strconv.Itoa(i)})
+	}
+	const last = recentRemovals + 10
+	tests := []struct {
+		after  uint64
+		first  int // the first removal's name; -1 when none
+		wantOK bool
+	}{
+		{last, -1, true},
+		{last - 2, last - 2, true},
+		{last - recentRemovals, last - recentRemovals, true},
+		{last - recentRemovals - 1, -1, false}, // no longer recalled
+		{0, -1, false},
+	}
+	for _, tt := range tests {
+		removed, upTo, ok := l.after(tt.after)
+		if ok != tt.wantOK || upTo != last {
+			t.Errorf("after %d: up to %d (%v), want up to %d (%v)", tt.after, upTo, ok, last, tt.wantOK)
+		}
+		if !ok {
+			continue
+		}
+		if len(removed) != int(last-tt.after) || tt.first >= 0 && removed[0].Name != strconv.Itoa(tt.first) {
+			t.Errorf("after %d: %d removals from %v, want %d from %d", tt.after, len(removed), removed[:min(1, len(removed))],
+				last-tt.after, tt.first)
 		}
 	}
 }

@@ -119,6 +119,7 @@ type Storage struct {
 	// scheduled (Options.AfterFunc) and not yet made.
 	removals   atomic.Uint64
 	removalDue bool
+	removedLog removalLog // which objects the latest removals were (RemovedAfter)
 
 	// capacity is each node's, as the node informer says (NodeCapacity): what no served value may exceed.
 	capacity map[string]Capacity
