@@ -37,9 +37,13 @@ func (n *RealNode) RouteKubernetesService(ctx context.Context, cp *ControlPlane)
 	if ip := net.ParseIP(u.Hostname()); ip == nil || ip.IsLoopback() {
 		return fmt.Errorf("kube-apiserver listens on %s, which pods cannot reach (want a control plane with Options.NodeAddress)", u.Host)
 	}
-	args := []string{"-w", "-t", "nat", "-A", "PREROUTING", "-d", svc.Spec.ClusterIP + "/32", "-p", "tcp",
-		"--dport", fmt.Sprint(svc.Spec.Ports[0].Port), "-m", "comment", "--comment", serviceRuleComment(n.stateDir),
-		"-j", "DNAT", "--to-destination", u.Host}
+	return addServiceRule(ctx, serviceRuleComment(n.stateDir), svc.Spec.ClusterIP, svc.Spec.Ports[0].Port, u.Host)
+}
+
+// addServiceRule adds the NAT rule that leads clusterIP:port to dest, marked with comment.
+func addServiceRule(ctx context.Context, comment, clusterIP string, port int32, dest string) error {
+	args := []string{"-w", "-t", "nat", "-A", "PREROUTING", "-d", clusterIP + "/32", "-p", "tcp",
+		"--dport", fmt.Sprint(port), "-m", "comment", "--comment", comment, "-j", "DNAT", "--to-destination", dest}
 	if o, err := exec.CommandContext(ctx, "iptables", args...).CombinedOutput(); err != nil {
 		return fmt.Errorf("iptables %s: %w: %s", strings.Join(args, " "), err, o)
 	}
