@@ -16,7 +16,10 @@ import (
 // for comparing what metrics.k8s.io serves with (e2e/realnode, e2e/realinstall).
 
 // CPUAcctMount is where the cgroup v1 hierarchy holding the cpuacct controller is mounted (alone or with cpu).
-func CPUAcctMount() (string, error) {
+func CPUAcctMount() (string, error) { return controllerMount("cpuacct") }
+
+// controllerMount is where the cgroup v1 hierarchy holding controller is mounted.
+func controllerMount(controller string) (string, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return "", fmt.Errorf("reading mounts: %w", err)
@@ -28,14 +31,14 @@ func CPUAcctMount() (string, error) {
 		for i, x := range fields {
 			if x == "-" && i+3 < len(fields) && fields[i+1] == "cgroup" {
 				for _, opt := range strings.Split(fields[i+3], ",") {
-					if opt == "cpuacct" {
+					if opt == controller {
 						return fields[4], nil
 					}
 				}
 			}
 		}
 	}
-	return "", fmt.Errorf("no cgroup v1 hierarchy with cpuacct is mounted")
+	return "", fmt.Errorf("no cgroup v1 hierarchy with %s is mounted", controller)
 }
 
 // cpuSample is a cgroup's cpuacct.usage (nanoseconds of CPU) read at a time.

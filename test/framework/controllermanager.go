@@ -25,15 +25,15 @@ var TestControllerManagerArgs = []string{
 // StartControllerManager starts kube-controller-manager with TestControllerManagerArgs, if it is not running
 // yet, and waits for its /healthz. For pods of a real node (Options.NodeAddress) it also runs what they need:
 // ServiceAccounts in every namespace, the kube-root-ca.crt ConfigMap their tokens' volumes mount, the endpoints
-// of Services (the aggregator dials them) and the garbage collector (deleting a Deployment deletes its
-// ReplicaSets and pods).
+// of Services (the aggregator dials them), the garbage collector (deleting a Deployment deletes its
+// ReplicaSets and pods) and the disruption controller (evictions, `kubectl drain`, honour PodDisruptionBudgets).
 func (cp *ControlPlane) StartControllerManager(ctx context.Context) error {
 	args := TestControllerManagerArgs
 	if cp.nodeAddress != "" {
 		args = make([]string, 0, len(TestControllerManagerArgs)+1)
 		for _, a := range TestControllerManagerArgs {
 			if strings.HasPrefix(a, "--controllers=") {
-				a += ",serviceaccount,root-ca-cert-publisher,endpoint,endpointslice,garbagecollector"
+				a += ",serviceaccount,root-ca-cert-publisher,endpoint,endpointslice,garbagecollector,disruption"
 			}
 			args = append(args, a)
 		}

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,9 +39,16 @@ type RealNode struct {
 	stateDir, logDir  string
 	healthzPort       int
 	progs             NodePrograms
+	kubeletBin        string
 	containerd, kubel *Process
 	out               io.Writer
-	unlock            func()
+	// unlock releases the machine's real node lock: the first node's (index 0), which the others share.
+	unlock func()
+	// index numbers the nodes of a run (0 the first): it picks the bridge, the pods' subnet and the address.
+	index int
+	// others are the nodes StartAnother started beside this one; started counts them all, stopped or not.
+	others  []*RealNode
+	started int
 }
 
 // hostPathsCovered are the host folders containerd, runc's shim, the CNI plugins and the kubelet write to
@@ -52,7 +58,8 @@ var hostPathsCovered = []string{"/run/netns", "/run/containerd", "/var/lib/cni",
 // StartRealNode starts a real node named name and waits until it is Ready. logDir receives the kubelet's
 // and containerd's logs (keep it on failure); their state lives in a folder of their own under the system's
 // temporary folder, removed by Stop. An error wrapping ErrNoRealNode means this machine cannot run one.
-func StartRealNode(ctx context.Context, cp *ControlPlane, name, logDir string, out io.Writer) (n *RealNode, err error) {
+// More nodes beside it: StartAnother.
+func StartRealNode(ctx context.Context, cp *ControlPlane, name, logDir string, out io.Writer) (*RealNode, error) {
 	if err := RealNodePreflight(); err != nil {
 		return nil, err
 	}
@@ -73,79 +80,44 @@ func StartRealNode(ctx context.Context, cp *ControlPlane, name, logDir string, o
 		return nil, err
 	}
 	SweepRealNodes(out)
-	n = &RealNode{Name: name, IP: ip, progs: progs, logDir: logDir, out: out, unlock: unlock}
+	n := &RealNode{Name: name, IP: ip, progs: progs, kubeletBin: kubelet, logDir: logDir, out: out, unlock: unlock}
+	return n, n.start(ctx, cp)
+}
+
+// start makes the node's state folder, configuration and cgroup root, starts containerd with the test images
+// and the kubelet, and waits until the node is Ready; on failure it writes the logs' tails and stops the node.
+func (n *RealNode) start(ctx context.Context, cp *ControlPlane) (err error) {
 	defer func() {
 		if err != nil {
-			n.DumpLogs(out, 40)
+			n.DumpLogs(n.out, 40)
 			n.Stop()
 		}
 	}()
 	if n.stateDir, err = os.MkdirTemp("", realNodePrefix); err != nil {
-		unlock()
-		return nil, fmt.Errorf("creating the node's state folder: %w", err)
+		return fmt.Errorf("creating the node's state folder: %w", err)
 	}
 	n.CgroupRoot = filepath.Base(n.stateDir)
-	if err := n.prepare(cp, kubelet); err != nil {
-		return n, err
+	if err := n.prepare(cp); err != nil {
+		return err
 	}
 	if err := n.startContainerd(ctx); err != nil {
-		return n, err
+		return err
 	}
-	if err := importNodeImages(ctx, n.stateDir, progs.Ctr, containerdSocket(n.stateDir), out); err != nil {
-		return n, err
+	if err := importNodeImages(ctx, n.stateDir, n.progs.Ctr, containerdSocket(n.stateDir), n.out); err != nil {
+		return err
 	}
-	if err := n.startKubelet(ctx, cp, kubelet); err != nil {
-		return n, err
-	}
-	return n, nil
-}
-
-// nodeIP is the first global IPv4 address of an interface that is up and not loopback.
-func nodeIP() (string, error) {
-	ifaces, err := net.Interfaces()
-	if err != nil {
-		return "", fmt.Errorf("listing interfaces: %w", err)
-	}
-	for _, i := range ifaces {
-		if i.Flags&net.FlagUp == 0 || i.Flags&net.FlagLoopback != 0 || i.Name == realNodeBridge {
-			continue
-		}
-		addrs, _ := i.Addrs()
-		for _, a := range addrs {
-			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && ipn.IP.IsGlobalUnicast() {
-				return ipn.IP.String(), nil
-			}
-		}
-	}
-	return "", fmt.Errorf("%w: no interface has a global IPv4 address (the kubelet needs a non-loopback --node-ip)", ErrNoRealNode)
-}
-
-// lockRealNodes serializes real nodes on this machine (one sweeps what another's killed run left, so two
-// must never overlap); the lock goes with the process, however it ends.
-func lockRealNodes(ctx context.Context, out io.Writer) (func(), error) {
-	f, err := os.OpenFile(filepath.Join(os.TempDir(), "metrics-ring-realnode.lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("opening the real node lock: %w", err)
-	}
-	for said := false; ; said = true {
-		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
-			return func() { f.Close() }, nil
-		}
-		if !said {
-			fmt.Fprintf(out, "real node: waiting for another run's real node to stop (%s)\n", f.Name())
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("waiting for another run's real node to stop: %w", ctx.Err())
-		case <-time.After(time.Second):
-		}
-	}
+	return n.startKubelet(ctx, cp)
 }
 
 // prepare writes the node's configuration, certificates and host records, and makes its cgroup root.
-func (n *RealNode) prepare(cp *ControlPlane, kubelet string) error {
-	if err := recordHostState(n.stateDir); err != nil {
+func (n *RealNode) prepare(cp *ControlPlane) error {
+	// The first node records the host's state as it was; later ones would record the first kubelet's changes.
+	if n.index == 0 {
+		if err := recordHostState(n.stateDir); err != nil {
+			return err
+		}
+	}
+	if err := n.makeLinks(); err != nil {
 		return err
 	}
 	if err := makeCgroupRoot(n.CgroupRoot); err != nil {
@@ -188,7 +160,7 @@ func (n *RealNode) prepare(cp *ControlPlane, kubelet string) error {
 	}
 	return writeFiles(n.stateDir, map[string]string{
 		"containerd/config.toml":                      containerdConfig(n.stateDir, n.progs),
-		"cni/net.d/10-metrics-ring-realnode.conflist": cniConfig(n.stateDir),
+		"cni/net.d/10-metrics-ring-realnode.conflist": cniConfig(n.stateDir, bridgeName(n.index), podSubnet(n.index)),
 		"kubelet/config.yaml":                         kubeletConfig(n, cp.ClientCA.CertFile, serving.CertFile, serving.KeyFile),
 	})
 }
@@ -217,7 +189,7 @@ func (n *RealNode) startContainerd(ctx context.Context) error {
 	script := `for d in "$@"; do mount -t tmpfs -o mode=0755 ` + realNodePrefix + `tmpfs "$d"; done; exec ` +
 		n.progs.Containerd + ` --config '` + filepath.Join(n.stateDir, "containerd", "config.toml") + `'`
 	args := append([]string{"--mount", "--propagation", "private", "--", "/bin/sh", "-ec", script, "sh"}, hostPathsCovered...)
-	n.containerd = NewProcess(n.logDir, "containerd", "/usr/bin/unshare", args...)
+	n.containerd = NewProcess(n.logDir, n.logName("containerd"), "/usr/bin/unshare", args...)
 	fmt.Fprintf(n.out, "real node: starting containerd (state in %s)\n", n.stateDir)
 	if err := n.containerd.Start(); err != nil {
 		return err
@@ -235,10 +207,10 @@ func (n *RealNode) startContainerd(ctx context.Context) error {
 }
 
 // startKubelet starts the kubelet in containerd's mount namespace, so that what each mounts the other sees.
-func (n *RealNode) startKubelet(ctx context.Context, cp *ControlPlane, kubelet string) error {
+func (n *RealNode) startKubelet(ctx context.Context, cp *ControlPlane) error {
 	pid := n.containerd.Pid()
-	n.kubel = NewProcess(n.logDir, "kubelet", "/usr/bin/nsenter",
-		"--mount=/proc/"+strconv.Itoa(pid)+"/ns/mnt", "--", kubelet,
+	n.kubel = NewProcess(n.logDir, n.logName("kubelet"), "/usr/bin/nsenter",
+		"--mount=/proc/"+strconv.Itoa(pid)+"/ns/mnt", "--", n.kubeletBin,
 		"--config="+filepath.Join(n.stateDir, "kubelet", "config.yaml"),
 		"--kubeconfig="+filepath.Join(n.stateDir, "kubelet.kubeconfig"),
 		"--root-dir="+filepath.Join(n.stateDir, "kubelet"),
@@ -279,8 +251,13 @@ func (n *RealNode) DumpLogs(w io.Writer, lines int) {
 	}
 }
 
-// Stop stops the kubelet and containerd and removes everything the node made (see teardownRealNode).
+// Stop stops the kubelet and containerd and removes everything the node made (see teardownRealNode); the
+// nodes StartAnother started beside it first. A second Stop does nothing.
 func (n *RealNode) Stop() {
+	for i := len(n.others) - 1; i >= 0; i-- {
+		n.others[i].Stop()
+	}
+	n.others = nil
 	if n.kubel != nil {
 		n.kubel.Stop(stopGrace)
 	}
@@ -289,6 +266,7 @@ func (n *RealNode) Stop() {
 	}
 	if n.stateDir != "" {
 		teardownRealNode(n.stateDir, n.out)
+		n.stateDir = ""
 	}
 	if n.unlock != nil {
 		n.unlock()

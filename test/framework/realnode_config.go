@@ -8,13 +8,6 @@ import (
 	"strings"
 )
 
-// Pod network of the real node: a bridge with the subnet's gateway address, the pods' default route, so that pods
-// reach the node's address (the kubelet, kube-apiserver behind the kubernetes Service) and the aggregator reaches
-// pods; without
-// masquerading (so it adds no iptables rule): pods talk to this host only. As a gateway the bridge plugin sets
-// ip_forward, put back with the kubelet's tunables when the node stops.
-const realNodePodSubnet = "10.217.0.0/24"
-
 // containerdConfig is containerd 1.6's configuration with every path it writes under dir, the sandbox image
 // set to ours, and restrict_oom_score_adj: root here lacks CAP_SYS_RESOURCE, so runc cannot lower a
 // process's oom_score_adj below its parent's and every sandbox fails with "can't get final child's PID from
@@ -55,8 +48,12 @@ func containerdConfig(dir string, progs NodePrograms) string {
 
 func containerdSocket(dir string) string { return filepath.Join(dir, "containerd", "containerd.sock") }
 
-// cniConfig is the bridge network, its address bookkeeping under dir.
-func cniConfig(dir string) string {
+// cniConfig is the pod network of a real node: a bridge with the subnet's gateway address, the pods' default
+// route, so that pods reach the nodes' addresses (the kubelets, kube-apiserver behind the kubernetes Service)
+// and other nodes' pods, and the aggregator reaches pods; without masquerading (so it adds no iptables rule):
+// pods talk to this host only. As a gateway the bridge plugin sets ip_forward, put back with the kubelet's
+// tunables when the first node stops. Its address bookkeeping is under dir.
+func cniConfig(dir, bridge, subnet string) string {
 	return fmt.Sprintf(`{
   "cniVersion": "0.4.0",
   "name": "metrics-ring-realnode",
@@ -65,7 +62,7 @@ func cniConfig(dir string) string {
     "ipam": {"type": "host-local", "ranges": [[{"subnet": %q}]], "dataDir": %q}
   }]
 }
-`, realNodeBridge, realNodePodSubnet, filepath.Join(dir, "cni", "ipam"))
+`, bridge, subnet, filepath.Join(dir, "cni", "ipam"))
 }
 
 // kubeletConfig is the KubeletConfiguration for this machine: cgroup v1 through cgroupfs under cgroupRoot,

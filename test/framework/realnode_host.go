@@ -15,11 +15,10 @@ import (
 	"time"
 )
 
-// What a real node makes on the host carries realNodePrefix (its state folder, its cgroup root) or
-// realNodeBridge (its CNI bridge), so that sweepRealNodes finds what a killed run left and nothing else.
+// What a real node makes on the host carries realNodePrefix (its state folder, its cgroup root, its NAT rule) or
+// realNodeLinkPrefix (its links), so that sweepRealNodes finds what a killed run left and nothing else.
 const (
 	realNodePrefix = "metrics-ring-realnode-"
-	realNodeBridge = "mrnode0"
 	// Files in the state folder that say what to undo.
 	sysctlsFile  = "sysctls.orig"    // kernel tunables the kubelet sets, as they were
 	iptablesFile = "iptables.absent" // the kubelet's chains that were not there before it
@@ -176,13 +175,13 @@ func makeCgroupRoot(name string) error {
 	return nil
 }
 
-// removeCgroups kills every process in the cgroups named with the prefix at the top of any hierarchy and
-// removes them, deepest first. It returns what it could not remove.
-func removeCgroups(prefix string, out io.Writer) []string {
+// removeCgroups kills every process in the cgroups whose names match pattern (filepath.Match's) at the top of
+// any hierarchy and removes them, deepest first. It returns what it could not remove.
+func removeCgroups(pattern string, out io.Writer) []string {
 	mounts, _ := cgroupMounts()
 	var roots []string
 	for _, m := range mounts {
-		matches, _ := filepath.Glob(filepath.Join(m, prefix+"*"))
+		matches, _ := filepath.Glob(filepath.Join(m, pattern))
 		roots = append(roots, matches...)
 	}
 	if len(roots) == 0 {

@@ -7,14 +7,16 @@ import (
 	"net"
 	"net/url"
 	"os/exec"
+	"path/filepath"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// serviceRuleComment marks the NAT rule RouteKubernetesService adds, so that a node's teardown, or the sweep after
-// a killed run, finds it and nothing else.
-const serviceRuleComment = realNodePrefix + "kubernetes-service"
+// serviceRuleComment marks the NAT rule RouteKubernetesService adds for the node whose state folder is dir, so
+// that its teardown finds it and nothing else (not the rule of another node still running), and the sweep after
+// a killed run finds it by realNodePrefix.
+func serviceRuleComment(dir string) string { return filepath.Base(dir) + "-kubernetes-service" }
 
 // RouteKubernetesService makes the kubernetes Service's address lead to kube-apiserver for the node's pods (its
 // in-cluster clients, metrics-ring's among them, dial KUBERNETES_SERVICE_HOST): one DNAT rule in place of
@@ -35,17 +37,22 @@ func (n *RealNode) RouteKubernetesService(ctx context.Context, cp *ControlPlane)
 	if ip := net.ParseIP(u.Hostname()); ip == nil || ip.IsLoopback() {
 		return fmt.Errorf("kube-apiserver listens on %s, which pods cannot reach (want a control plane with Options.NodeAddress)", u.Host)
 	}
-	args := []string{"-w", "-t", "nat", "-A", "PREROUTING", "-d", svc.Spec.ClusterIP + "/32", "-p", "tcp",
-		"--dport", fmt.Sprint(svc.Spec.Ports[0].Port), "-m", "comment", "--comment", serviceRuleComment,
-		"-j", "DNAT", "--to-destination", u.Host}
+	return addServiceRule(ctx, serviceRuleComment(n.stateDir), svc.Spec.ClusterIP, svc.Spec.Ports[0].Port, u.Host)
+}
+
+// addServiceRule adds the NAT rule that leads clusterIP:port to dest, marked with comment.
+func addServiceRule(ctx context.Context, comment, clusterIP string, port int32, dest string) error {
+	args := []string{"-w", "-t", "nat", "-A", "PREROUTING", "-d", clusterIP + "/32", "-p", "tcp",
+		"--dport", fmt.Sprint(port), "-m", "comment", "--comment", comment, "-j", "DNAT", "--to-destination", dest}
 	if o, err := exec.CommandContext(ctx, "iptables", args...).CombinedOutput(); err != nil {
 		return fmt.Errorf("iptables %s: %w: %s", strings.Join(args, " "), err, o)
 	}
 	return nil
 }
 
-// removeServiceRules deletes every NAT rule RouteKubernetesService added, whichever run added it.
-func removeServiceRules(out io.Writer) {
+// removeServiceRules deletes the NAT rules RouteKubernetesService added whose comment holds mark: one node's
+// (serviceRuleComment), or every run's (realNodePrefix).
+func removeServiceRules(mark string, out io.Writer) {
 	if _, err := exec.LookPath("iptables"); err != nil {
 		return
 	}
@@ -55,7 +62,7 @@ func removeServiceRules(out io.Writer) {
 	}
 	for _, rule := range strings.Split(string(rules), "\n") {
 		f := strings.Fields(rule)
-		if len(f) < 2 || f[0] != "-A" || !strings.Contains(rule, serviceRuleComment) {
+		if len(f) < 2 || f[0] != "-A" || !strings.Contains(rule, mark) {
 			continue
 		}
 		f[0] = "-D"

@@ -4,24 +4,24 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"time"
 )
 
 // teardownRealNode removes what the node whose state folder is dir made, whether it stopped or its run was
 // killed: the processes naming the folder (kubelet, containerd, the shims containerd started in sessions of
-// their own), the pods' processes and cgroups under its cgroup root, the bridge, the kubernetes Service's NAT
-// rule (RouteKubernetesService), mounts seen from here, the
+// their own), the pods' processes and cgroups under its cgroup root, its links (realnode_net.go), the kubernetes
+// Service's NAT rule if it added it (RouteKubernetesService), mounts seen from here, the
 // kernel tunables and iptables chains the kubelet changed, the host folders made to mount over, and the
 // folder. The mounts and network namespaces in the node's mount namespace end with its last process.
 func teardownRealNode(dir string, out io.Writer) {
-	for i := 0; i < 50 && killByCmdline(dir) > 0; i++ {
+	// dir+"/": another node's folder may begin with dir's name (metrics-ring-realnode-12, -123).
+	for i := 0; i < 50 && killByCmdline(dir+"/") > 0; i++ {
 		time.Sleep(100 * time.Millisecond)
 	}
 	removeCgroups(filepath.Base(dir), out)
-	deleteBridge(out)
-	removeServiceRules(out)
+	deleteLinks(ownedLinks(dir), out)
+	removeServiceRules(serviceRuleComment(dir), out)
 	unmountUnder(dir)
 	restoreHostState(dir, out)
 	if err := os.RemoveAll(dir); err != nil {
@@ -30,7 +30,7 @@ func teardownRealNode(dir string, out io.Writer) {
 }
 
 // SweepRealNodes removes what real nodes of earlier runs left on this machine (a run killed before its
-// teardown): their state folders and all they name, and any cgroup, bridge or NAT rule carrying the node's names.
+// teardown): their state folders and all they name, and any cgroup, link or NAT rule carrying the nodes' names.
 // StartRealNode calls it under the machine's real node lock.
 func SweepRealNodes(out io.Writer) {
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), realNodePrefix+"*"))
@@ -41,17 +41,7 @@ func SweepRealNodes(out io.Writer) {
 		}
 	}
 	killByCmdline(filepath.Join(os.TempDir(), realNodePrefix))
-	removeCgroups(realNodePrefix, out)
-	deleteBridge(out)
-	removeServiceRules(out)
-}
-
-// deleteBridge deletes the node's CNI bridge if it exists (its veths went with the pods' network namespaces).
-func deleteBridge(out io.Writer) {
-	if _, err := os.Stat(filepath.Join("/sys/class/net", realNodeBridge)); err != nil {
-		return
-	}
-	if o, err := exec.Command("ip", "link", "delete", realNodeBridge).CombinedOutput(); err != nil {
-		fmt.Fprintf(out, "real node: ip link delete %s: %v: %s\n", realNodeBridge, err, o)
-	}
+	removeCgroups(realNodePrefix+"*", out)
+	deleteLinks(realNodeLinks(), out)
+	removeServiceRules(realNodePrefix, out)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +20,13 @@ import (
 // link-local ones), and the endpoints of one EndpointSlice share its port; so the replicas listen on this machine's
 // non-loopback address, each on its own free port, and each gets its own EndpointSlice, of the Service's one port
 // name. The aggregator looks at a Service's slices in a random order, and so reaches either replica.
+
+// RunOf is the part of a metrics-ring resourceVersion that names the replica and run that made it. Clients treat
+// resourceVersions as opaque; tests read metrics-ring's own format to tell which replica answered.
+func RunOf(rv string) string {
+	_, run, _ := strings.Cut(rv, "-")
+	return run
+}
 
 // NonLoopbackIP returns an IPv4 address of this machine that Endpoints accept (global unicast), for replicas.
 func NonLoopbackIP() (string, error) {

@@ -27,11 +27,13 @@ var inClusterArgs = []string{
 	"--node-selector=" + skipLabel + "!=true",
 }
 
-// installation is one way of installing metrics-ring: both make the Deployment and Service serverName and the
-// two APIServices, so one is taken out before the other goes in.
+// installation is one way of installing metrics-ring: all make the Deployment and Service serverName and the
+// two APIServices, so one is taken out before another goes in.
 type installation struct {
 	name          string
 	apply, remove func(ctx context.Context) error
+	// replicas is how many pods serve once it is installed (0: one).
+	replicas int
 }
 
 var current *installation
@@ -42,33 +44,39 @@ func ensureInstalled(t *testing.T, in *installation) {
 	if current == in {
 		return
 	}
-	ctx := context.Background()
-	if current != nil {
-		if err := current.remove(ctx); err != nil {
-			t.Fatalf("removing the %s: %v", current.name, err)
-		}
-		current = nil
-		framework.Eventually(t, "the previous installation's pods gone", 2*time.Minute, func(ctx context.Context) error {
-			pods, err := serverPods(ctx)
-			if err == nil && len(pods) > 0 {
-				err = fmt.Errorf("%d pods left", len(pods))
-			}
-			return err
-		})
-	}
+	uninstall(t)
 	start := time.Now()
-	if err := in.apply(ctx); err != nil {
+	if err := in.apply(context.Background()); err != nil {
 		t.Fatalf("installing the %s: %v", in.name, err)
 	}
 	current = in
-	waitServing(t)
+	waitServing(t, max(in.replicas, 1))
 	t.Logf("%s: serving through both APIServices %.1f s after it was applied", in.name, time.Since(start).Seconds())
 }
 
-// waitServing waits until the Deployment's rollout is complete and checks what a user would: one pod, running
-// the image built here, Ready (its probes pass) and never restarted, the Service's endpoints naming it, and
-// both APIServices Available (the aggregator dials the endpoint).
-func waitServing(t *testing.T) {
+// uninstall takes out the current installation, if any, and waits until its pods are gone.
+func uninstall(t *testing.T) {
+	t.Helper()
+	if current == nil {
+		return
+	}
+	if err := current.remove(context.Background()); err != nil {
+		t.Fatalf("removing the %s: %v", current.name, err)
+	}
+	current = nil
+	framework.Eventually(t, "the previous installation's pods gone", 2*time.Minute, func(ctx context.Context) error {
+		pods, err := serverPods(ctx)
+		if err == nil && len(pods) > 0 {
+			err = fmt.Errorf("%d pods left", len(pods))
+		}
+		return err
+	})
+}
+
+// waitServing waits until the Deployment's rollout is complete and checks what a user would: replicas pods, on
+// as many nodes, each running the image built here, Ready (its probes pass) and never restarted, the Service's
+// endpoints naming each, and both APIServices Available (the aggregator dials the endpoints).
+func waitServing(t *testing.T, replicas int) []corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
 	rolledOut(t)
@@ -76,22 +84,29 @@ func waitServing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pods) != 1 {
-		t.Fatalf("want one pod of %s, have %d", serverName, len(pods))
+	if len(pods) != replicas {
+		t.Fatalf("want %d pods of %s, have %d", replicas, serverName, len(pods))
 	}
-	p := pods[0]
-	if got := p.Spec.Containers[0].Image; got != image {
-		t.Errorf("the pod runs image %s, want %s (the one imported)", got, image)
-	}
-	for _, cs := range p.Status.ContainerStatuses {
-		if !cs.Ready || cs.RestartCount != 0 || cs.State.Running == nil {
-			t.Errorf("container %s: ready %v, restarts %d, state %+v", cs.Name, cs.Ready, cs.RestartCount, cs.State)
+	nodes := map[string]bool{}
+	for _, p := range pods {
+		nodes[p.Spec.NodeName] = true
+		if got := p.Spec.Containers[0].Image; got != image {
+			t.Errorf("pod %s runs image %s, want %s (the one imported)", p.Name, got, image)
 		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if !cs.Ready || cs.RestartCount != 0 || cs.State.Running == nil {
+				t.Errorf("pod %s, container %s: ready %v, restarts %d, state %+v", p.Name, cs.Name, cs.Ready, cs.RestartCount, cs.State)
+			}
+		}
+		framework.Eventually(t, "the Service's endpoints naming the pod "+p.Status.PodIP, time.Minute, func(ctx context.Context) error {
+			return endpointsName(ctx, p.Status.PodIP)
+		})
 	}
-	framework.Eventually(t, "the Service's endpoints naming the pod "+p.Status.PodIP, time.Minute, func(ctx context.Context) error {
-		return endpointsName(ctx, p.Status.PodIP)
-	})
+	if len(nodes) != replicas {
+		t.Errorf("the %d pods run on %d nodes (%v), want one node each", replicas, len(nodes), nodes)
+	}
 	framework.Eventually(t, "both APIServices Available", 2*time.Minute, apiServicesAvailable)
+	return pods
 }
 
 // rolledOut waits until `kubectl rollout status` says the Deployment's rollout is complete (kubectl runs a
@@ -191,32 +206,39 @@ func helm(ctx context.Context, args ...string) error {
 	return nil
 }
 
-// The kubelet overlay, as a user installs it with their image: a kustomization of their own naming the overlay,
-// with an images override and the in-cluster flags.
-var overlay = &installation{
-	name: "kubelet overlay",
-	apply: func(ctx context.Context) error {
-		dir, err := overlayDir()
-		if err == nil {
-			_, err = env.cp.KubectlOutput(ctx, "", "apply", "-k", dir)
-		}
-		return err
-	},
-	remove: func(ctx context.Context) error {
-		dir, err := overlayDir()
-		if err == nil {
-			_, err = env.cp.KubectlOutput(ctx, "", "delete", "-k", dir, "--wait", "--timeout=2m")
-		}
-		return err
-	},
+// The kubelet overlay, as a user installs it with their image.
+var overlay = kustomized("kubelet", 1)
+
+// kustomized is manifests/overlays/<name> as a user installs it with their image: a kustomization of their own
+// naming the overlay, with an images override and the in-cluster flags.
+func kustomized(name string, replicas int) *installation {
+	return &installation{
+		name:     name + " overlay",
+		replicas: replicas,
+		apply: func(ctx context.Context) error {
+			dir, err := overlayDir(name)
+			if err == nil {
+				_, err = env.cp.KubectlOutput(ctx, "", "apply", "-k", dir)
+			}
+			return err
+		},
+		remove: func(ctx context.Context) error {
+			dir, err := overlayDir(name)
+			if err == nil {
+				_, err = env.cp.KubectlOutput(ctx, "", "delete", "-k", dir, "--wait", "--timeout=2m")
+			}
+			return err
+		},
+	}
 }
 
-// overlayDir writes the user's kustomization into the run's folder and returns its folder.
-func overlayDir() (string, error) {
-	dir := filepath.Join(env.cp.Dir, "overlay")
+// overlayDir writes the user's kustomization of manifests/overlays/<overlay> into the run's folder and returns
+// its folder.
+func overlayDir(overlay string) (string, error) {
+	dir := filepath.Join(env.cp.Dir, "overlay-"+overlay)
 	name, tag, _ := strings.Cut(image, ":")
 	// kustomize takes a base's folder only relative to the kustomization's.
-	base, err := filepath.Rel(dir, filepath.Join(env.repo, "manifests", "overlays", "kubelet"))
+	base, err := filepath.Rel(dir, filepath.Join(env.repo, "manifests", "overlays", overlay))
 	if err != nil {
 		return "", fmt.Errorf("the overlay's path: %w", err)
 	}

@@ -38,6 +38,8 @@ var env struct {
 	simNode string
 	helm    string
 	repo    string
+	// archive is metrics-ring's image (`make image-archive`), imported into every real node.
+	archive string
 	// msSuite is metrics-server's end-to-end suite compiled (built beside the node's start); msSuiteErr says why not.
 	msSuite    string
 	msSuiteErr error
@@ -74,10 +76,9 @@ func setup(ctx context.Context, s *framework.Suite) error {
 	}
 	env.repo = filepath.Dir(modDir)
 	built := make(chan error, 1)
-	var archive string
 	go func() {
 		var err error
-		archive, err = framework.BuildMetricsRingImage(ctx, s.Dir, image, os.Stderr)
+		env.archive, err = framework.BuildMetricsRingImage(ctx, s.Dir, image, os.Stderr)
 		if err == nil {
 			env.msSuite, env.msSuiteErr = framework.BuildMetricsServerE2E(framework.DefaultCacheDir(), metricsServerVersion, os.Stderr)
 		}
@@ -90,7 +91,7 @@ func setup(ctx context.Context, s *framework.Suite) error {
 	if err != nil || env.node == nil {
 		return err
 	}
-	return env.node.ImportImages(ctx, archive)
+	return env.node.ImportImages(ctx, env.archive)
 }
 
 // setupCluster starts the real node and what pods on it need.
@@ -115,23 +116,27 @@ func setupCluster(ctx context.Context, s *framework.Suite) (err error) {
 }
 
 // admitNodes removes the not-ready taint the TaintNodesByCondition admission put on the real node when it
-// registered (the node lifecycle controller would, once Ready; it is not run: it would also evict from the
-// simulated node), and labels and taints the simulated one, which nothing may be scheduled on.
+// registered (admitRealNode), and labels and taints the simulated one, which nothing may be scheduled on.
 func admitNodes(ctx context.Context, s *framework.Suite) error {
 	nodes := s.Sim.Nodes()
 	if len(nodes) != 1 {
 		return fmt.Errorf("want one simulated node, have %d", len(nodes))
 	}
 	env.simNode = nodes[0]
-	patches := map[string]string{
-		nodeName: `{"spec":{"taints":null}}`,
-		env.simNode: fmt.Sprintf(`{"metadata":{"labels":{%q:"true"}},"spec":{"taints":[{"key":"metrics-ring-test/simulated","value":"true","effect":"NoSchedule"}]}}`,
-			skipLabel),
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"true"}},"spec":{"taints":[{"key":"metrics-ring-test/simulated","value":"true","effect":"NoSchedule"}]}}`,
+		skipLabel)
+	if _, err := s.CP.Client.CoreV1().Nodes().Patch(ctx, env.simNode, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("patching node %s: %w", env.simNode, err)
 	}
-	for name, patch := range patches {
-		if _, err := s.CP.Client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-			return fmt.Errorf("patching node %s: %w", name, err)
-		}
+	return admitRealNode(ctx, nodeName)
+}
+
+// admitRealNode removes the not-ready taint the TaintNodesByCondition admission put on a real node when it
+// registered (the node lifecycle controller would, once Ready; it is not run: it would also evict from the
+// simulated node).
+func admitRealNode(ctx context.Context, name string) error {
+	if _, err := env.cp.Client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, []byte(`{"spec":{"taints":null}}`), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("patching node %s: %w", name, err)
 	}
 	return nil
 }

@@ -47,7 +47,8 @@ func startBurner(t *testing.T) *framework.CgroupSampler {
 func createBurner(ctx context.Context) (*framework.CgroupSampler, error) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: burnerName, Namespace: "default"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+		// On the first real node, whose cgroups the sampler reads (TestHighAvailability adds a second for a while).
+		Spec: corev1.PodSpec{NodeSelector: map[string]string{corev1.LabelHostname: nodeName}, Containers: []corev1.Container{{
 			Name: "burn", Image: framework.WorkloadImage, ImagePullPolicy: corev1.PullNever,
 			Args: []string{fmt.Sprintf("-millicores=%d", burnerMillicores), fmt.Sprintf("-memory-mib=%d", burnerMiB)},
 			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{

@@ -73,7 +73,7 @@ func msPodMetrics(ctx context.Context, name string) (*metricsv1beta1.PodMetrics,
 func cores(q *resource.Quantity) float64 { return float64(q.ScaledValue(resource.Nano)) / 1e9 }
 
 func toReading(ts time.Time, window time.Duration, cs []metricsv1.ContainerMetrics) reading {
-	r := reading{ts: ts, window: window, cpu: map[string]float64{}, mem: map[string]int64{}, ratio: map[string]float64{}}
+	r := reading{ts: ts, window: window, cpu: map[string]float64{}, mem: map[string]int64{}, ratio: map[string]float64{}, cgroup: map[string][2]float64{}}
 	for _, c := range cs {
 		r.cpu[c.Name], r.mem[c.Name] = cores(c.Usage.Cpu()), c.Usage.Memory().Value()
 		r.cpu[podTotal] += r.cpu[c.Name]

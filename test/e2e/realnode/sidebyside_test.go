@@ -28,6 +28,8 @@ type reading struct {
 	// allows (1 within them; set by checkAgainstCgroups). Not the middle of them: on busy cores they span up to
 	// 10 %, and a right value at the top of that range once compared 8.8 % above metrics-server's at the middle.
 	ratio map[string]float64
+	// cgroup is the range of the cgroups' rate over the window (lo, hi; set by checkAgainstCgroups).
+	cgroup map[string][2]float64
 }
 
 // TestSideBySideWithMetricsServer: a pod of two burning containers on the real node, read from metrics-ring (v1,
@@ -36,19 +38,21 @@ type reading struct {
 // window that server reports. The two never read the same kubelet sample (this kubelet takes a fresh one per
 // request, and their windows differ: 5 s and 10 s), and a burn sharing busy cores changes its rate from one
 // window to the next: so they are compared by how far each is from the cgroups over its own window (within 5 %
-// of each other), and by memory (a steady hold: within 2 %).
+// of each other), and by memory (a steady hold: within 2 %). It ends with the pairs as a table (lines "side by
+// side:"), for BENCHMARKS.md.
 func TestSideBySideWithMetricsServer(t *testing.T) {
 	needNode(t)
 	const name = "side-by-side"
 	p := createPod(t, podOn(name, workload("a", "-millicores=200", "-memory-mib=40"), workload("b", "-millicores=100", "-memory-mib=24")), allRunning)
 	samplers := map[string]*framework.CgroupSampler{}
-	var dir string
+	dirs := map[string]string{}
 	for _, c := range []string{"a", "b"} {
-		dir = cgroupOf(t, p, c)
-		samplers[c] = framework.SampleCgroup(dir)
+		dirs[c] = cgroupOf(t, p, c)
+		samplers[c] = framework.SampleCgroup(dirs[c])
 	}
 	// runc puts each container in a child of the pod's cgroup (which also holds the pause container).
-	samplers[podTotal] = framework.SampleCgroup(filepath.Dir(dir))
+	dirs[podTotal] = filepath.Dir(dirs["a"])
+	samplers[podTotal] = framework.SampleCgroup(dirs[podTotal])
 	defer func() {
 		for _, s := range samplers {
 			s.Stop()
@@ -56,7 +60,7 @@ func TestSideBySideWithMetricsServer(t *testing.T) {
 	}()
 
 	readings := map[string]map[time.Time]reading{"metrics-ring": {}, "metrics-server": {}}
-	pairs := 0
+	var table []string
 	framework.Eventually(t, "3 windows of metrics-ring and 2 of metrics-server checked against the cgroups, and paired", 3*time.Minute, func(ctx context.Context) error {
 		ring, err := podMetrics(ctx, name)
 		if err != nil {
@@ -80,15 +84,36 @@ func TestSideBySideWithMetricsServer(t *testing.T) {
 			if server == "metrics-server" {
 				if other, ok := nearest(readings["metrics-ring"], r.ts); ok {
 					compareServers(t, other, r)
-					pairs++
+					table = append(table, sideBySide(other, r, dirs)...)
 				}
 			}
 		}
-		if n, m := len(readings["metrics-ring"]), len(readings["metrics-server"]); n < 3 || m < 2 || pairs < 2 {
+		if n, m, pairs := len(readings["metrics-ring"]), len(readings["metrics-server"]), len(table)/len(samplers); n < 3 || m < 2 || pairs < 2 {
 			return fmt.Errorf("checked %d windows of metrics-ring, %d of metrics-server, %d pairs", n, m, pairs)
 		}
 		return nil
 	})
+	t.Log("side by side: | container | cgroup CPU over metrics-ring's window | metrics-ring | cgroup CPU over metrics-server's window | metrics-server | cgroup working set | metrics-ring memory | metrics-server memory |")
+	for _, row := range table {
+		t.Log("side by side: " + row)
+	}
+}
+
+// sideBySide is a pair's rows of the table the test ends with, one per container and the pod: CPU in millicores
+// (the cgroups' as the range RateRange gives), memory in MiB (the cgroups' working set read now: a steady hold).
+func sideBySide(ring, ms reading, dirs map[string]string) []string {
+	var rows []string
+	for _, c := range sortedKeys(ms.cpu) {
+		ws := "?"
+		if b, err := framework.WorkingSet(dirs[c]); err == nil {
+			ws = fmt.Sprintf("%.1f", float64(b)/(1<<20))
+		}
+		rc, mc := ring.cgroup[c], ms.cgroup[c]
+		rows = append(rows, fmt.Sprintf("| %s | %.1f-%.1f m (%.0f s) | %.1f m | %.1f-%.1f m (%.0f s) | %.1f m | %s MiB | %.1f MiB | %.1f MiB |",
+			c, 1000*rc[0], 1000*rc[1], ring.window.Seconds(), 1000*ring.cpu[c], 1000*mc[0], 1000*mc[1], ms.window.Seconds(), 1000*ms.cpu[c],
+			ws, float64(ring.mem[c])/(1<<20), float64(ms.mem[c])/(1<<20)))
+	}
+	return rows
 }
 
 // cgroupOf is the cpuacct cgroup of the pod's container c.
@@ -127,6 +152,7 @@ func checkAgainstCgroups(t *testing.T, server string, r *reading, samplers map[s
 		w := want[c]
 		off := framework.OffRange(got, w.lo, w.hi)
 		r.ratio[c] = 1 + off
+		r.cgroup[c] = [2]float64{w.lo, w.hi}
 		t.Logf("%-14s window %5s ending %s+<1s %-6s: served %.4f cores, cgroup %.4f to %.4f (%+.2f%% off), memory %d",
 			server, r.window.Round(time.Millisecond), r.ts.Format("15:04:05"), c, got, w.lo, w.hi, 100*off, r.mem[c])
 		if math.Abs(off) > cpuTolerance {

@@ -21,13 +21,6 @@ import (
 	"github.com/metrics-ring/metrics-ring/test/framework"
 )
 
-// runOf is the part of a resourceVersion that names the replica and run that made it. Clients treat
-// resourceVersions as opaque; the test reads metrics-ring's own format to tell which replica answered.
-func runOf(rv string) string {
-	_, run, _ := strings.Cut(rv, "-")
-	return run
-}
-
 // allPods are the simulator's pods as "namespace/name", sorted as lists are.
 func allPods() []string {
 	var out []string
@@ -93,10 +86,10 @@ func TestPagedListAcrossReplicas(t *testing.T) {
 			for _, p := range l.Items {
 				got = append(got, p.Namespace+"/"+p.Name)
 			}
-			if r := runOf(l.ResourceVersion); run != "" && r != run {
+			if r := framework.RunOf(l.ResourceVersion); run != "" && r != run {
 				crossed++
 			}
-			run = runOf(l.ResourceVersion)
+			run = framework.RunOf(l.ResourceVersion)
 			if l.Continue == "" {
 				break
 			}
@@ -159,7 +152,7 @@ func TestWatchResumedOnAnotherReplica(t *testing.T) {
 		select {
 		case ev := <-w.ResultChan():
 			obj, ok := ev.Object.(metav1.Object)
-			if !ok || ev.Type == watch.Error || runOf(obj.GetResourceVersion()) != runOf(l.ResourceVersion) {
+			if !ok || ev.Type == watch.Error || framework.RunOf(obj.GetResourceVersion()) != framework.RunOf(l.ResourceVersion) {
 				t.Errorf("try %d: resumed from replica A's %s, got %s %+v", try, l.ResourceVersion, ev.Type, ev.Object)
 			}
 		case <-time.After(10 * resolution):
