@@ -63,7 +63,8 @@ func (f *fakeMetrics) Removals() uint64 { return 0 }
 // Hold holds nothing: a fake keeps only its current generation.
 func (f *fakeMetrics) Hold(storage.Snapshot) (*storage.Handle, bool) { return nil, true }
 
-func (f *fakeMetrics) At(gen uint64) (storage.Snapshot, bool) {
+// Resolve finds the current generation only.
+func (f *fakeMetrics) Resolve(gen uint64) (storage.Snapshot, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.cur == nil || f.cur.gen != gen {
@@ -82,8 +83,15 @@ func (f *fakeSnapshot) Pod(ns, name string) (storage.PodPoint, bool) {
 }
 func (f *fakeSnapshot) Generation() uint64       { return f.gen }
 func (f *fakeSnapshot) Changed() <-chan struct{} { return f.changed }
-func (f *fakeSnapshot) Unavailable() error       { return f.err }
-func (f *fakeSnapshot) Health() storage.Health   { return f.health }
+
+// Retained is whether f is the current generation: a fake keeps no other.
+func (f *fakeSnapshot) Retained() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cur == f
+}
+func (f *fakeSnapshot) Unavailable() error     { return f.err }
+func (f *fakeSnapshot) Health() storage.Health { return f.health }
 func (f *fakeSnapshot) Each(node func(string), pod func(string, string)) {
 	for name := range f.nodes {
 		if node != nil {

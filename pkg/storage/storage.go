@@ -143,6 +143,7 @@ func New(o Options) *Storage {
 	s.epoch = uint64(s.clock.base.UnixMilli())
 	first := &view{health: s.health, generation: s.epoch, changed: make(chan struct{}), clock: s.clock,
 		staleAfter: o.StaleAfter, committed: true}
+	first.own.Store(true)
 	s.view.Store(first)
 	s.committed.Store(first)
 	s.recent.Store(&[]*view{first})
