@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -103,6 +104,17 @@ func (f *fakeSnapshot) Each(node func(string), pod func(string, string)) {
 			pod(ns, name)
 		}
 	}
+}
+
+// nodeRESTOf serves the nodes of lister that have metrics in m, with readers of their own and the default limits.
+func nodeRESTOf(m Snapshots, lister NodeLister, nodeSelector labels.Requirements) *nodeREST {
+	return newNodeStorage(m, lister, nodeSelector, newReaders(Deps{}))
+}
+
+// podRESTOf serves the Running pods of lister that have metrics in m, with readers of their own and the default
+// limits.
+func podRESTOf(m Snapshots, lister PodLister) *podREST {
+	return newPodStorage(m, lister, newReaders(Deps{}))
 }
 
 // unshared is the plain list in a list that a build keeps for sharing (sharedNodeList, sharedPodList), and any

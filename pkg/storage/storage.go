@@ -71,7 +71,7 @@ type pod struct {
 	containers []container // sorted by name, so building a view needs no sort
 	batch      uint64      // sequence number of the newest Append that reported the pod
 	// object identifies the pod object (PodObject.UID), and created is when it was created in Unix nanoseconds,
-	// less CreationSkew: samples stamped before it, or of containers started before it, are its predecessor's.
+	// less creationSkew: samples stamped before it, or of containers started before it, are its predecessor's.
 	// Both 0 when unknown.
 	object      uint64
 	created     int64
