@@ -48,7 +48,7 @@ type genBuilds[P any] struct {
 // meanwhile, so the lease bounds time, not memory.
 const buildLease = 30 * time.Second
 
-// keptGenerations bounds the snapshots the cache holds builds of at once, counting those it alone keeps alive. A
+// keptGenerations bounds the snapshots the cache holds builds of at once, beyond those storage retains anyway. A
 // build's entries point into its snapshot's layers, so a kept build of a few pods keeps its whole snapshot alive,
 // which the keeper's bytes do not count: without this bound, one reader starting a small page-through every cycle
 // and continuing each within the lease would keep a snapshot a cycle alive. Snapshots storage retains anyway
