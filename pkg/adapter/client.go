@@ -35,7 +35,7 @@ type ClientOptions struct {
 	// Timeout bounds each query (default 10s), and is sent as Prometheus' own timeout parameter so it stops
 	// evaluating too.
 	Timeout time.Duration
-	// MaxResponseBytes caps each query's response (default DefaultMaxResponseBytes); a larger one is an error.
+	// MaxResponseBytes caps each query's response (default 64 MiB); a larger one is an error.
 	MaxResponseBytes int64
 }
 
@@ -50,13 +50,13 @@ type client struct {
 
 // Defaults of the Prometheus client's flags; DefaultClientOptions gathers them.
 const (
-	DefaultMethod  = http.MethodGet
-	DefaultTimeout = 10 * time.Second
+	defaultMethod  = http.MethodGet
+	defaultTimeout = 10 * time.Second
 )
 
 // DefaultClientOptions are the defaults of every setting that has one; newClient fills zero values from it.
 func DefaultClientOptions() ClientOptions {
-	return ClientOptions{Method: DefaultMethod, Timeout: DefaultTimeout, MaxResponseBytes: DefaultMaxResponseBytes}
+	return ClientOptions{Method: defaultMethod, Timeout: defaultTimeout, MaxResponseBytes: defaultMaxResponseBytes}
 }
 
 // Validate reports every reason o cannot configure the client. It is the one place these settings are checked: cmd

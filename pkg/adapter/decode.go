@@ -12,10 +12,10 @@ import (
 	"github.com/metrics-ring/metrics-ring/pkg/logonly"
 )
 
-// DefaultMaxResponseBytes is --prometheus-max-response-bytes' default: the default queries' answer for every
+// defaultMaxResponseBytes is --prometheus-max-response-bytes' default: the default queries' answer for every
 // container of a cluster at Kubernetes' largest supported size (150,000 pods) fits, with room to spare
 // (BENCHMARKS.md, "Figures behind the comments").
-const DefaultMaxResponseBytes = 64 << 20
+const defaultMaxResponseBytes = 64 << 20
 
 var (
 	// errTooLarge is wrapped by the error of a response over the cap.

@@ -43,7 +43,7 @@ func TestNewClientDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.method != "GET" || c.timeout != 10*time.Second || c.maxBytes != DefaultMaxResponseBytes {
+	if c.method != "GET" || c.timeout != 10*time.Second || c.maxBytes != defaultMaxResponseBytes {
 		t.Errorf("method %q timeout %v max bytes %d: want the defaults", c.method, c.timeout, c.maxBytes)
 	}
 }

@@ -131,7 +131,7 @@ func TestAnswerEstimates(t *testing.T) {
 	for _, containers := range []int{1, 3} {
 		es := podEntries(2000, containers, "some-namespace", "container-")
 		list := podKind{}.list(es, "1234567890123-abcdef", metav1.Now())
-		data, err := kruntime.Encode(Codecs.LegacyCodec(metricsv1beta1.SchemeGroupVersion), list)
+		data, err := kruntime.Encode(codecs.LegacyCodec(metricsv1beta1.SchemeGroupVersion), list)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -35,7 +35,7 @@ func BenchmarkListPods(b *testing.B) {
 				storage.ContainerPoint{Name: "sidecar", Usage: storageUsage(1_234_567, 10<<20)})
 		}
 	}
-	s := NewPodStorage(m, podLister(metas...))
+	s := podRESTOf(m, podLister(metas...))
 	ctx := genericapirequest.WithNamespace(context.Background(), metav1.NamespaceAll)
 	list := func(b *testing.B) runtime.Object {
 		obj, err := s.List(ctx, &metainternalversion.ListOptions{})
@@ -57,11 +57,11 @@ func BenchmarkListPods(b *testing.B) {
 		}
 	})
 	for _, mediaType := range []string{runtime.ContentTypeJSON, runtime.ContentTypeProtobuf} {
-		info, ok := runtime.SerializerInfoForMediaType(Codecs.SupportedMediaTypes(), mediaType)
+		info, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), mediaType)
 		if !ok {
 			b.Fatalf("no serializer for %s", mediaType)
 		}
-		enc := Codecs.EncoderForVersion(info.Serializer, v1beta1.SchemeGroupVersion)
+		enc := codecs.EncoderForVersion(info.Serializer, v1beta1.SchemeGroupVersion)
 		b.Run("list+encode/"+mediaType, func(b *testing.B) {
 			b.ReportAllocs()
 			var size int
@@ -105,10 +105,10 @@ func BenchmarkListPodsRepeated(b *testing.B) {
 	cy := st.BeginCycle()
 	cy.Append(batch)
 	cy.Commit(storage.Outcome{Success: true})
-	s := NewPodStorage(st, cache.NewGenericLister(indexer, podResource))
+	s := podRESTOf(st, cache.NewGenericLister(indexer, podResource))
 	ctx := genericapirequest.WithNamespace(context.Background(), metav1.NamespaceAll)
-	info, _ := runtime.SerializerInfoForMediaType(Codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
-	enc := Codecs.EncoderForVersion(info.Serializer, v1beta1.SchemeGroupVersion)
+	info, _ := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
+	enc := codecs.EncoderForVersion(info.Serializer, v1beta1.SchemeGroupVersion)
 	for _, tc := range []struct {
 		name  string
 		limit int64
@@ -200,11 +200,11 @@ func watchersAndPages(b *testing.B, parts int) {
 		}
 	}
 	cycle(0.1)
-	s := NewPodStorage(st, cache.NewGenericLister(indexer, podResource))
+	s := podRESTOf(st, cache.NewGenericLister(indexer, podResource))
 	ctx, cancel := context.WithCancel(genericapirequest.WithNamespace(context.Background(), metav1.NamespaceAll))
 	defer cancel()
-	info, _ := runtime.SerializerInfoForMediaType(Codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
-	enc := Codecs.EncoderForVersion(info.Serializer, v1beta1.SchemeGroupVersion)
+	info, _ := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
+	enc := codecs.EncoderForVersion(info.Serializer, v1beta1.SchemeGroupVersion)
 	const total = nodes * podsPerNode
 
 	ws := make([]watch.Interface, watchers)

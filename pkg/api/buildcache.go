@@ -36,8 +36,9 @@ func newBuildCache[P any](res *metricsREST[P], kp *keeper) *buildCache[P] {
 // again.
 type genBuilds[P any] struct {
 	bySel  map[string]*build[P]
-	until  time.Time       // each use leases the builds for buildLease more
-	handle *storage.Handle // nil when storage had let the snapshot go already
+	until  time.Time        // each use leases the builds for buildLease more
+	snap   storage.Snapshot // whose builds they are
+	handle *storage.Handle  // nil when storage had let the snapshot go already
 }
 
 // buildLease is how long the builds of a snapshot are kept after their last use once a newer one is published: a
@@ -47,25 +48,25 @@ type genBuilds[P any] struct {
 // meanwhile, so the lease bounds time, not memory.
 const buildLease = 30 * time.Second
 
-// keptGenerations bounds the snapshots the cache holds at once (their builds and storage handles). A build's
-// entries point into its snapshot's layers, so a kept build of a few pods keeps its whole snapshot alive, which the
-// keeper's bytes do not count: without this bound, one reader starting a small page-through every cycle and
-// continuing each within the lease would keep a snapshot a cycle alive. The least recently used generation goes
-// first, its handle released; its page-throughs continue from the newest committed snapshot.
+// keptGenerations bounds the snapshots the cache holds builds of at once, beyond those storage retains anyway. A
+// build's entries point into its snapshot's layers, so a kept build of a few pods keeps its whole snapshot alive,
+// which the keeper's bytes do not count: without this bound, one reader starting a small page-through every cycle
+// and continuing each within the lease would keep a snapshot a cycle alive. Snapshots storage retains anyway
+// (Snapshot.Retained: the newest publications, which readers without a resourceVersion read, and the newest commit,
+// which page-throughs start from) cost nothing more than their builds, which the keeper bounds: they are never
+// trimmed for it, so a reader choosing older versions cannot evict everyone's builds.
 const keptGenerations = 4
 
-// trimGens forgets the least recently used generations beyond keptGenerations, never keep (the one just added) nor
-// the newest published and committed ones, which every reader without a resourceVersion reads: a reader choosing
-// older versions must not evict everyone's builds (the cache then holds at most two more); it returns their builds
-// for forget, called without c.mu. c.mu is held.
+// trimGens forgets the least recently used of the snapshots only the cache keeps alive (neither Retained by storage
+// nor keep, the one just added) while it holds more than keptGenerations; it returns their builds for forget,
+// called without c.mu. c.mu is held.
 func (c *buildCache[P]) trimGens(keep uint64) []*build[P] {
 	var out []*build[P]
-	latest, committed := c.res.snaps.Latest().Generation(), c.res.snaps.Committed().Generation()
 	for len(c.gens) > keptGenerations {
 		var oldest uint64
 		var found bool
 		for gen, g := range c.gens {
-			if gen != keep && gen != latest && gen != committed && (!found || g.until.Before(c.gens[oldest].until)) {
+			if gen != keep && !g.snap.Retained() && (!found || g.until.Before(c.gens[oldest].until)) {
 				oldest, found = gen, true
 			}
 		}
@@ -125,7 +126,7 @@ func (c *buildCache[P]) get(ctx context.Context, snap storage.Snapshot, sel scop
 		g := c.gens[gen]
 		var forget []*build[P]
 		if g == nil {
-			g = &genBuilds[P]{bySel: map[string]*build[P]{}}
+			g = &genBuilds[P]{bySel: map[string]*build[P]{}, snap: snap}
 			g.handle, _ = c.res.snaps.Hold(snap)
 			c.gens[gen] = g
 			go c.dropOn(snap.Changed(), gen)

@@ -18,7 +18,8 @@ import (
 // retained snapshots are the 4 newest and the newest commit: 5. One reader touching the 4 it does not need, with
 // lists of one pod, evicted the newest snapshot's builds between two requests of everyone else: each of 10 lists
 // of 600 pods (a dashboard's `kubectl top pods`, or 10 readers sharing one) was a full build, for 4 requests of
-// one pod each. The newest published and committed snapshots are never trimmed now.
+// one pod each. The snapshots storage retains anyway (Snapshot.Retained, the newest published and committed among
+// them) are never trimmed now.
 func TestOldVersionsKeepTheNewestBuilds(t *testing.T) {
 	c := clusterOf600(t)
 	committed := c.store.Latest().Generation()
@@ -41,7 +42,7 @@ func TestOldVersionsKeepTheNewestBuilds(t *testing.T) {
 	nsA := genericapirequest.WithNamespace(all, "ns-a")
 	var onePod []string // the other retained snapshots' versions
 	for _, gen := range []uint64{committed, latest - 3, latest - 2, latest - 1} {
-		snap, ok := c.store.At(gen)
+		snap, ok := c.store.Resolve(gen)
 		if !ok {
 			t.Fatalf("generation %d is not retained", gen)
 		}

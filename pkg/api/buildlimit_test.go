@@ -17,7 +17,7 @@ import (
 
 // indexedPodStorage serves 600 pods in ns-a (app=app-0 ... app-39, 15 each) and 10 in ns-b through the label
 // index, with one build slot and no wait for it.
-func indexedPodStorage(t *testing.T) *PodStorage {
+func indexedPodStorage(t *testing.T) *podREST {
 	t.Helper()
 	inf, ix := newIndexedPods(t, 600, func(i int) map[string]string {
 		return map[string]string{"app": fmt.Sprintf("app-%d", i%40)}
@@ -79,7 +79,7 @@ type listResult struct {
 
 // blockedLists is a pod storage of 3 pods whose builds each wait for a value on block, with one build slot and
 // no time limit on waiting for it; list starts a list of user, its result sent to results.
-func blockedLists(t *testing.T) (s *PodStorage, k *hookedKind[storage.PodPoint], list func(user, sel string), results chan listResult) {
+func blockedLists(t *testing.T) (s *podREST, k *hookedKind[storage.PodPoint], list func(user, sel string), results chan listResult) {
 	_, k, s, _ = hookedPods(t, 3)
 	k.block = make(chan struct{})
 	s.limit = newBuildLimit(1)

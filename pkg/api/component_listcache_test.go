@@ -158,7 +158,7 @@ func TestListsSharedWithinOneCollection(t *testing.T) {
 	}
 }
 
-// podList is a PodStorage list, shared or not.
+// podList is a podREST list, shared or not.
 func podList(t *testing.T, obj any) *metrics.PodMetricsList {
 	t.Helper()
 	switch l := obj.(type) {

@@ -95,10 +95,10 @@ func TestComponent(t *testing.T) {
 			[]string{"io.k8s.metrics.pkg.apis.metrics.v1beta1.PodMetrics", "io.k8s.metrics.pkg.apis.metrics.v1beta1.ContainerMetrics",
 				"io.k8s.metrics.pkg.apis.metrics.v1.PodMetrics", "io.k8s.metrics.pkg.apis.metrics.v1.ContainerMetrics",
 				"/apis/metrics.k8s.io/v1/nodes", "/apis/metrics.k8s.io/v1beta1/nodes"}},
-		{"readyz names its checks", "/readyz?verbose", "", 200, []string{"[+]" + CheckInformerSync + " ok", "[+]" + CheckMetricCollection + " ok"}},
-		{"livez names its check", "/livez?verbose", "", 200, []string{"[+]" + CheckCollectionTimely + " ok"}},
+		{"readyz names its checks", "/readyz?verbose", "", 200, []string{"[+]" + checkInformerSync + " ok", "[+]" + checkMetricCollection + " ok"}},
+		{"livez names its check", "/livez?verbose", "", 200, []string{"[+]" + checkCollectionTimely + " ok"}},
 	}
-	for _, v := range Versions {
+	for _, v := range servedVersions {
 		api, model := "/apis/metrics.k8s.io/"+v, "io.k8s.metrics.pkg.apis.metrics."+v
 		tests = append(tests, []httpCase{
 			{v + " invalid label selector", api + "/pods?labelSelector=" + url.QueryEscape("app in ("), "", 400, nil},

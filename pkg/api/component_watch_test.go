@@ -132,7 +132,7 @@ func TestComponentWatchVersionsShareEvents(t *testing.T) {
 		t.Fatalf("list nodes: %v: %s", err, trim(list))
 	}
 	streams := map[string]*bufio.Reader{}
-	for _, v := range Versions {
+	for _, v := range servedVersions {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet,
 			ts.url+"/apis/metrics.k8s.io/"+v+"/nodes?watch=1&resourceVersion="+l.ResourceVersion, nil)
 		if err != nil {

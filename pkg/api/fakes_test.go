@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -68,7 +69,8 @@ func (f *fakeMetrics) RemovedAfter(count uint64) ([]storage.Removal, uint64, boo
 // Hold holds nothing: a fake keeps only its current generation.
 func (f *fakeMetrics) Hold(storage.Snapshot) (*storage.Handle, bool) { return nil, true }
 
-func (f *fakeMetrics) At(gen uint64) (storage.Snapshot, bool) {
+// Resolve finds the current generation only.
+func (f *fakeMetrics) Resolve(gen uint64) (storage.Snapshot, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.cur == nil || f.cur.gen != gen {
@@ -87,8 +89,15 @@ func (f *fakeSnapshot) Pod(ns, name string) (storage.PodPoint, bool) {
 }
 func (f *fakeSnapshot) Generation() uint64       { return f.gen }
 func (f *fakeSnapshot) Changed() <-chan struct{} { return f.changed }
-func (f *fakeSnapshot) Unavailable() error       { return f.err }
-func (f *fakeSnapshot) Health() storage.Health   { return f.health }
+
+// Retained is whether f is the current generation: a fake keeps no other.
+func (f *fakeSnapshot) Retained() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cur == f
+}
+func (f *fakeSnapshot) Unavailable() error     { return f.err }
+func (f *fakeSnapshot) Health() storage.Health { return f.health }
 func (f *fakeSnapshot) Each(node func(string), pod func(string, string)) {
 	for name := range f.nodes {
 		if node != nil {
@@ -100,6 +109,17 @@ func (f *fakeSnapshot) Each(node func(string), pod func(string, string)) {
 			pod(ns, name)
 		}
 	}
+}
+
+// nodeRESTOf serves the nodes of lister that have metrics in m, with readers of their own and the default limits.
+func nodeRESTOf(m Snapshots, lister NodeLister, nodeSelector labels.Requirements) *nodeREST {
+	return newNodeStorage(m, lister, nodeSelector, newReaders(Deps{}))
+}
+
+// podRESTOf serves the Running pods of lister that have metrics in m, with readers of their own and the default
+// limits.
+func podRESTOf(m Snapshots, lister PodLister) *podREST {
+	return newPodStorage(m, lister, newReaders(Deps{}))
 }
 
 // unshared is the plain list in a list that a build keeps for sharing (sharedNodeList, sharedPodList), and any

@@ -10,9 +10,9 @@ import (
 
 // Health check names, as listed by /readyz?verbose and /livez?verbose.
 const (
-	CheckInformerSync     = "informer-sync"
-	CheckMetricCollection = "metric-collection"
-	CheckCollectionTimely = "metric-collection-timely"
+	checkInformerSync     = "informer-sync"
+	checkMetricCollection = "metric-collection"
+	checkCollectionTimely = "metric-collection-timely"
 )
 
 // Collection is the collection loop's health policy (collect.Loop): the API asks it rather than judging storage's
@@ -39,14 +39,14 @@ func newHealthChecks(c Collection, synced func() bool) *healthChecks {
 // readyz returns the readiness checks: informers synced, then the collection's (Collection.Ready).
 func (h *healthChecks) readyz() []healthz.HealthChecker {
 	return []healthz.HealthChecker{
-		healthz.NamedCheck(CheckInformerSync, h.informersSynced),
-		healthz.NamedCheck(CheckMetricCollection, h.firstCycleDone),
+		healthz.NamedCheck(checkInformerSync, h.informersSynced),
+		healthz.NamedCheck(checkMetricCollection, h.firstCycleDone),
 	}
 }
 
 // livez returns the liveness check: the collection loop keeps finishing cycles.
 func (h *healthChecks) livez() []healthz.HealthChecker {
-	return []healthz.HealthChecker{healthz.NamedCheck(CheckCollectionTimely, h.collectionTimely)}
+	return []healthz.HealthChecker{healthz.NamedCheck(checkCollectionTimely, h.collectionTimely)}
 }
 
 func (h *healthChecks) informersSynced(*http.Request) error {
@@ -66,7 +66,7 @@ func (h *healthChecks) firstCycleDone(*http.Request) error {
 func (h *healthChecks) collectionTimely(*http.Request) error {
 	err := h.collection.Live()
 	if err != nil {
-		klog.ErrorS(err, "Liveness check failed", "check", CheckCollectionTimely)
+		klog.ErrorS(err, "Liveness check failed", "check", checkCollectionTimely)
 	}
 	return err
 }

@@ -11,15 +11,18 @@ import (
 
 // Snapshots is storage as the API reads it (*storage.Storage implements it). A request loads one snapshot and
 // reads everything from it: the 503 decision (its health) and the values, so the two always come from the same
-// collection. A list's resourceVersion is that snapshot's generation; pages and resumed watches read a retained one.
-// How long a snapshot is retained is storage's business: a reader that needs one kept holds it (Hold) and releases
-// it when done; the API counts no generations to guess.
+// collection. A list's resourceVersion is that snapshot's generation; pages and resumed watches read the snapshot
+// it names while storage keeps it. How long a snapshot is kept is storage's business: it says which it keeps of its
+// own accord (Snapshot.Retained), a reader that needs one kept longer holds it (Hold) and releases it when done; the
+// API counts no generations to guess.
 type Snapshots interface {
+	// Latest is the newest snapshot, which a request without a resourceVersion reads.
 	Latest() storage.Snapshot
 	// Committed is the newest snapshot of a whole collection cycle, which a paged list starts from (paginate.go).
 	Committed() storage.Snapshot
-	// At is the snapshot of a generation while storage retains it: among the newest, or held by a reader.
-	At(generation uint64) (storage.Snapshot, bool)
+	// Resolve finds the snapshot a client's resourceVersion or continue token names, by its generation, while
+	// storage keeps it (Retained, or held by a reader); false when it does not.
+	Resolve(generation uint64) (storage.Snapshot, bool)
 	// Hold keeps a snapshot retained until the handle is released (a nil handle releases nothing); false when
 	// storage retains it no longer.
 	Hold(storage.Snapshot) (*storage.Handle, bool)

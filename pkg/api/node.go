@@ -14,20 +14,16 @@ import (
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
-// NodeStorage is the REST storage of metrics.k8s.io `nodes` (NodeMetrics, cluster-scoped).
-type NodeStorage = metricsREST[storage.NodePoint]
+// nodeREST is the REST storage of metrics.k8s.io `nodes` (NodeMetrics, cluster-scoped).
+type nodeREST = metricsREST[storage.NodePoint]
 
-// NewNodeStorage serves the nodes of lister that have metrics in m. nodeSelector (--node-selector) restricts the
-// nodes served to those scraped, as metrics-server does; nil means all.
-func NewNodeStorage(m Snapshots, lister NodeLister, nodeSelector labels.Requirements) *NodeStorage {
-	return newNodeStorage(m, lister, nodeSelector, newReaders(Deps{}))
-}
-
-func newNodeStorage(m Snapshots, lister NodeLister, nodeSelector labels.Requirements, r readers) *NodeStorage {
+// newNodeStorage serves the nodes of lister that have metrics in m, with the server's readers r. nodeSelector
+// (--node-selector) restricts the nodes served to those scraped, as metrics-server does; nil means all.
+func newNodeStorage(m Snapshots, lister NodeLister, nodeSelector labels.Requirements, r readers) *nodeREST {
 	return newMetricsREST[storage.NodePoint](m, nodeKind{nodes: lister, nodeSelector: nodeSelector}, r)
 }
 
-// nodeKind is the per-kind part of NodeStorage.
+// nodeKind is the per-kind part of nodeREST.
 type nodeKind struct {
 	nodes        NodeLister
 	nodeSelector labels.Requirements

@@ -77,7 +77,7 @@ func (s *metricsREST[P]) listVersion(latest storage.Snapshot, opts *metainternal
 	case exact && !ours:
 		return nil, notOurs(opts.ResourceVersion)
 	case exact:
-		snap, ok := s.snaps.At(v.gen)
+		snap, ok := s.snaps.Resolve(v.gen)
 		if !ok {
 			return nil, tooOld(v, latest)
 		}
@@ -103,7 +103,7 @@ func (s *metricsREST[P]) continuePage(ctx context.Context, token string, sel sco
 	reason := "foreign"
 	if v, err := parseVersion(rv); err == nil && s.ours(v) {
 		// Its snapshot first: a build kept by a lease renewed page after page must not outlive --stale-after.
-		if snap, ok := s.snaps.At(v.gen); ok {
+		if snap, ok := s.snaps.Resolve(v.gen); ok {
 			if b := s.builds.lookup(ctx, v.gen, sel); b != nil {
 				return b, key, nil
 			}

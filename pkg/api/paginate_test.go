@@ -156,7 +156,7 @@ func TestPagingOutlastsInterimPublications(t *testing.T) {
 	cy.Commit(storage.Outcome{Success: true})
 }
 
-func mustList(t *testing.T, s *PodStorage, opts *metainternalversion.ListOptions) runtime.Object {
+func mustList(t *testing.T, s *podREST, opts *metainternalversion.ListOptions) runtime.Object {
 	t.Helper()
 	obj, err := s.List(context.Background(), opts)
 	if err != nil {

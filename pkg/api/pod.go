@@ -17,19 +17,15 @@ import (
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
-// PodStorage is the REST storage of metrics.k8s.io `pods` (PodMetrics, namespaced).
-type PodStorage = metricsREST[storage.PodPoint]
+// podREST is the REST storage of metrics.k8s.io `pods` (PodMetrics, namespaced).
+type podREST = metricsREST[storage.PodPoint]
 
-// NewPodStorage serves the Running pods of lister that have metrics in m.
-func NewPodStorage(m Snapshots, lister PodLister) *PodStorage {
-	return newPodStorage(m, lister, newReaders(Deps{}))
-}
-
-func newPodStorage(m Snapshots, lister PodLister, r readers) *PodStorage {
+// newPodStorage serves the Running pods of lister that have metrics in m, with the server's readers r.
+func newPodStorage(m Snapshots, lister PodLister, r readers) *podREST {
 	return newMetricsREST[storage.PodPoint](m, podKind{pods: lister}, r)
 }
 
-// podKind is the per-kind part of PodStorage.
+// podKind is the per-kind part of podREST.
 type podKind struct{ pods PodLister }
 
 func (podKind) info() kindInfo {

@@ -50,7 +50,7 @@ func BenchmarkHPASelection(b *testing.B) {
 		{"walk", cache.NewGenericLister(plain, podResource)},
 		{"index", ix},
 	} {
-		s := NewPodStorage(m, bench.lister)
+		s := podRESTOf(m, bench.lister)
 		b.Run(bench.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

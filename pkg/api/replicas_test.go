@@ -23,7 +23,7 @@ var replicaPods = []string{"a/p1", "a/p2", "a/p3", "b/p1", "b/p2", "c/p1", "c/p2
 // replica is one server instance over its own storage, as each replica of the high-availability overlay is: every
 // pod at cpu cores, after cycles collections. Replicas made alike number their snapshots alike (storage's first
 // generation comes from its clock), as two replicas started in the same millisecond do.
-func replica(t *testing.T, cpu float64, cycles int) (*cluster, *PodStorage) {
+func replica(t *testing.T, cpu float64, cycles int) (*cluster, *podREST) {
 	c := newCluster(t)
 	usage := map[string]float64{}
 	for _, key := range replicaPods {

@@ -81,8 +81,8 @@ func notOurs(rv string) error {
 // tooOld is the 410 Gone of a resourceVersion of this run whose snapshot is no longer kept.
 func tooOld(v version, latest storage.Snapshot) error {
 	return apierrors.NewResourceExpired(fmt.Sprintf(
-		"too old resource version: %d (the newest is %d; the %d newest publications are retained, and those a reader holds): list again",
-		v.gen, latest.Generation(), storage.RetainedViews))
+		"too old resource version: %d (the newest is %d; this server keeps only its newest snapshots and those a reader holds): list again",
+		v.gen, latest.Generation()))
 }
 
 // tooLarge is Kubernetes' answer to a resourceVersion newer than the newest (504, with a cause client-go's

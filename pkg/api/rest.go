@@ -14,7 +14,7 @@ import (
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
-// metricsREST is the REST storage of one kind (NodeStorage, PodStorage): list, page, get, watch and table, reading
+// metricsREST is the REST storage of one kind (nodeREST, podREST): list, page, get, watch and table, reading
 // one snapshot per request. What differs between the kinds is kind.
 type metricsREST[P any] struct {
 	info    kindInfo
@@ -30,15 +30,15 @@ type metricsREST[P any] struct {
 }
 
 var (
-	_ rest.Storage              = &NodeStorage{}
-	_ rest.KindProvider         = &NodeStorage{}
-	_ rest.Scoper               = &NodeStorage{}
-	_ rest.Getter               = &NodeStorage{}
-	_ rest.Lister               = &NodeStorage{}
-	_ rest.Watcher              = &NodeStorage{}
-	_ rest.TableConvertor       = &NodeStorage{}
-	_ rest.SingularNameProvider = &NodeStorage{}
-	_ rest.Lister               = &PodStorage{}
+	_ rest.Storage              = &nodeREST{}
+	_ rest.KindProvider         = &nodeREST{}
+	_ rest.Scoper               = &nodeREST{}
+	_ rest.Getter               = &nodeREST{}
+	_ rest.Lister               = &nodeREST{}
+	_ rest.Watcher              = &nodeREST{}
+	_ rest.TableConvertor       = &nodeREST{}
+	_ rest.SingularNameProvider = &nodeREST{}
+	_ rest.Lister               = &podREST{}
 )
 
 // readers is what the REST storages of one server share, so their bounds hold for both kinds together: the run

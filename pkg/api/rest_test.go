@@ -62,7 +62,7 @@ func TestNodeList(t *testing.T) {
 				}
 				reqs, _ = sel.Requirements()
 			}
-			s := NewNodeStorage(m, nodes, reqs)
+			s := nodeRESTOf(m, nodes, reqs)
 			obj, err := s.List(genericapirequest.NewContext(), listOpts(t, tc.label, tc.field))
 			if tc.wantBadRequest != "" {
 				if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), tc.wantBadRequest) {
@@ -86,7 +86,7 @@ func TestNodeList(t *testing.T) {
 
 func TestNodeGet(t *testing.T) {
 	m, nodes, _ := fixture()
-	s := NewNodeStorage(m, nodes, nil)
+	s := nodeRESTOf(m, nodes, nil)
 	obj, err := s.Get(genericapirequest.NewContext(), "node-b", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +124,7 @@ func TestPodList(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			m, _, pods := fixture()
-			s := NewPodStorage(m, pods)
+			s := podRESTOf(m, pods)
 			ctx := genericapirequest.WithNamespace(context.Background(), tc.namespace)
 			obj, err := s.List(ctx, listOpts(t, tc.label, tc.field))
 			if tc.wantBadRequest != "" {
@@ -149,7 +149,7 @@ func TestPodList(t *testing.T) {
 
 func TestPodGet(t *testing.T) {
 	m, _, pods := fixture()
-	s := NewPodStorage(m, pods)
+	s := podRESTOf(m, pods)
 	obj, err := s.Get(genericapirequest.WithNamespace(context.Background(), "ns-a"), "p2", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +174,7 @@ func TestPodGet(t *testing.T) {
 func TestUnavailableIs503(t *testing.T) {
 	m, nodes, pods := fixture()
 	m.err = errors.New("no successful collection from the kubelet source for 1m: node-a: connection refused")
-	ns, ps := NewNodeStorage(m, nodes, nil), NewPodStorage(m, pods)
+	ns, ps := nodeRESTOf(m, nodes, nil), podRESTOf(m, pods)
 	ctx := genericapirequest.WithNamespace(context.Background(), "ns-a")
 	calls := map[string]func() error{
 		"list nodes": func() error { _, err := ns.List(ctx, nil); return err },

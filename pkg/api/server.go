@@ -74,7 +74,7 @@ func (o *ServerOptions) Config(version string) (*genericapiserver.Config, error)
 	if err := o.GenericServerRunOptions.ComponentGlobalsRegistry.Set(); err != nil {
 		return nil, fmt.Errorf("setting component globals: %w", err)
 	}
-	cfg := genericapiserver.NewConfig(Codecs)
+	cfg := genericapiserver.NewConfig(codecs)
 	if err := o.GenericServerRunOptions.ApplyTo(cfg); err != nil {
 		return nil, fmt.Errorf("applying generic server options: %w", err)
 	}
@@ -82,7 +82,7 @@ func (o *ServerOptions) Config(version string) (*genericapiserver.Config, error)
 		return nil, fmt.Errorf("applying secure serving options: %w", err)
 	}
 
-	namer := openapinamer.NewDefinitionNamer(Scheme)
+	namer := openapinamer.NewDefinitionNamer(scheme)
 	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(generatedopenapi.GetOpenAPIDefinitions, namer)
 	cfg.OpenAPIConfig.Info.Title = "metrics-ring"
 	cfg.OpenAPIConfig.Info.Version = version

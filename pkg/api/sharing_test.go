@@ -21,7 +21,7 @@ import (
 )
 
 // hookedPods is pod storage on real storage with n pods in ns-a, whose kind counts its builds.
-func hookedPods(t *testing.T, n int) (*cluster, *hookedKind[storage.PodPoint], *PodStorage, map[string]float64) {
+func hookedPods(t *testing.T, n int) (*cluster, *hookedKind[storage.PodPoint], *podREST, map[string]float64) {
 	c := newCluster(t)
 	cpu := map[string]float64{}
 	for i := 0; i < n; i++ {

@@ -11,7 +11,7 @@ import (
 
 func TestTable(t *testing.T) {
 	m, nodes, pods := fixture()
-	ns, ps := NewNodeStorage(m, nodes, nil), NewPodStorage(m, pods)
+	ns, ps := nodeRESTOf(m, nodes, nil), podRESTOf(m, pods)
 	ctx := genericapirequest.WithNamespace(context.Background(), "ns-a")
 
 	nodeList, err := ns.List(ctx, nil)

@@ -38,8 +38,8 @@ func (ts *testServer) versionClients(t *testing.T, protobuf bool) []versionClien
 			return v1beta1.PodMetricses(ns)
 		}),
 	}
-	if len(clients) != len(Versions) {
-		t.Fatalf("a client for each of %v", Versions)
+	if len(clients) != len(servedVersions) {
+		t.Fatalf("a client for each of %v", servedVersions)
 	}
 	return clients
 }
@@ -81,7 +81,7 @@ func internal[T any, PT interface {
 		return nil, err
 	}
 	out := PT(new(T))
-	if err := Scheme.Convert(obj, out, nil); err != nil {
+	if err := scheme.Convert(obj, out, nil); err != nil {
 		return nil, fmt.Errorf("converting %T: %w", obj, err)
 	}
 	return out, nil
@@ -94,7 +94,7 @@ func internalWatch(w watch.Interface, err error) (watch.Interface, error) {
 		return nil, err
 	}
 	return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
-		if obj, err := Scheme.ConvertToVersion(ev.Object, runtime.InternalGroupVersioner); err == nil {
+		if obj, err := scheme.ConvertToVersion(ev.Object, runtime.InternalGroupVersioner); err == nil {
 			ev.Object = obj
 		}
 		return ev, true

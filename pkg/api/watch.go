@@ -55,7 +55,7 @@ func (s *metricsREST[P]) startWatch(ctx context.Context, opts *metainternalversi
 			return nil, tooLarge(v, latest)
 		default:
 			var ok bool
-			if from, ok = s.snaps.At(v.gen); !ok {
+			if from, ok = s.snaps.Resolve(v.gen); !ok {
 				return nil, tooOld(v, latest)
 			}
 		}

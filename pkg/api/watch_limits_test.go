@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -127,6 +128,17 @@ func slowAndFast(t *testing.T) (c *cluster, cpu map[string]float64, slow, fast w
 // behind than before.
 func endedGone(t *testing.T, slow watch.Interface, initial int, before float64) {
 	t.Helper()
+	// The feed queues a delivery to its watchers one after another, fast's possibly first: reading slow before the
+	// last one reached it let slow take its queue, short of the lag, and wait for a 410 that never came.
+	w := slow.(*watcher[storage.PodPoint])
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) { // bounded
+		w.mu.Lock()
+		behind := w.fellBack
+		w.mu.Unlock()
+		if behind || time.Now().After(deadline) {
+			break
+		}
+	}
 	n := 0
 	for ev := range slow.ResultChan() {
 		if ev.Type == watch.Error {

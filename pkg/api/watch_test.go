@@ -74,12 +74,12 @@ func splitKey(key string) (string, string) {
 	return "", key
 }
 
-func (c *cluster) nodeStorage() *NodeStorage {
-	return NewNodeStorage(c.store, corelisters.NewNodeLister(c.nodes), nil)
+func (c *cluster) nodeStorage() *nodeREST {
+	return nodeRESTOf(c.store, corelisters.NewNodeLister(c.nodes), nil)
 }
 
-func (c *cluster) podStorage() *PodStorage {
-	return NewPodStorage(c.store, cache.NewGenericLister(c.pods, podResource))
+func (c *cluster) podStorage() *podREST {
+	return podRESTOf(c.store, cache.NewGenericLister(c.pods, podResource))
 }
 
 func (c *cluster) addNode(name string, lbls map[string]string) { _ = c.nodes.Add(node(name, lbls)) }

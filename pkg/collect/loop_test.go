@@ -418,3 +418,85 @@ func TestWarmOnlyWarmers(t *testing.T) {
 		})
 	}
 }
+
+// startSource's first Collect is the warm-up's: it says so and waits for its context; later ones are cycles.
+type startSource struct {
+	warming chan struct{} // closed when the warm-up's collection began
+	ended   chan error    // the warm-up context's error once it ended
+	cycles  chan struct{} // a cycle's collection
+	calls   atomic.Int32
+	inUse   atomic.Int32
+	overlap atomic.Bool
+}
+
+func (s *startSource) Budget() time.Duration { return time.Minute }
+
+func (s *startSource) Collect(ctx context.Context, _ storage.AppendFunc) storage.Outcome {
+	if s.inUse.Add(1) > 1 {
+		s.overlap.Store(true)
+	}
+	defer s.inUse.Add(-1)
+	if s.calls.Add(1) == 1 {
+		close(s.warming)
+		<-ctx.Done()
+		s.ended <- context.Cause(ctx)
+		return storage.Outcome{Listed: 1}
+	}
+	select {
+	case s.cycles <- struct{}{}:
+	default:
+	}
+	return storage.Outcome{Listed: 1, Reached: 1, Success: true}
+}
+
+func (s *startSource) Retry(ctx context.Context, add storage.AppendFunc) storage.Outcome {
+	return s.Collect(ctx, add)
+}
+
+// TestStartWarmsUntilSynced: Start warms the source once the nodes are known and ends the warm-up when every
+// informer has synced (not at the warm-up's budget, a minute here), then runs the cycles, never beside the warm-up.
+func TestStartWarmsUntilSynced(t *testing.T) {
+	src := &startSource{warming: make(chan struct{}), ended: make(chan error, 1), cycles: make(chan struct{}, 1)}
+	l, err := New(src, storage.New(storage.Options{Source: "kubelet"}), Options{Source: "test", Resolution: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var podsSynced atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.Start(ctx, func() bool { return true }, func() bool { return podsSynced.Load() })
+	}()
+	deadline := time.After(10 * time.Second) // bounded; each step takes milliseconds
+	select {
+	case <-src.warming:
+	case <-deadline:
+		t.Fatal("no warm-up once the nodes were known")
+	}
+	select {
+	case <-src.cycles:
+		t.Fatal("a cycle ran before the informers synced")
+	case <-time.After(50 * time.Millisecond):
+	}
+	podsSynced.Store(true)
+	select {
+	case err := <-src.ended:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the warm-up ended with %v, want cancelled at the sync", err)
+		}
+	case <-deadline:
+		t.Fatal("the warm-up did not end at the sync")
+	}
+	select {
+	case <-src.cycles:
+	case <-deadline:
+		t.Fatal("no cycle after the sync")
+	}
+	cancel()
+	<-done
+	if src.overlap.Load() {
+		t.Error("a cycle ran beside the warm-up")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
@@ -19,11 +20,34 @@ type Warmer interface {
 	Retry(ctx context.Context, add storage.AppendFunc) storage.Outcome
 }
 
+// Start is the loop's way from start-up to its first cycle: it warms the source once nodesKnown says the nodes are
+// listed (Warm) and until synced says every informer has synced, then runs the loop until ctx is done (Run). The
+// first cycle never overlaps the warm-up: a source collects one cycle at a time. It returns at once when ctx is done
+// before the informers synced.
+func (l *Loop) Start(ctx context.Context, nodesKnown cache.InformerSynced, synced ...cache.InformerSynced) {
+	warming, stopWarming := context.WithCancel(ctx)
+	defer stopWarming()
+	warmed := make(chan struct{})
+	go func() {
+		defer close(warmed)
+		if cache.WaitForCacheSync(warming.Done(), nodesKnown) {
+			l.Warm(warming) // until the pods are known (synced), in rounds
+		}
+	}()
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return
+	}
+	stopWarming()
+	<-warmed
+	klog.InfoS("Informers synced, starting collection")
+	l.Run(ctx)
+}
+
 // maxWarmRounds bounds the warm-up when the pods take long to list: six budgets, a minute by default.
 const maxWarmRounds = 6
 
 // Warm collects before the first cycle, when the source is a Warmer, so that the first cycle runs on open
-// connections and each series has a sample already; cmd calls it once the nodes are known, while the pods are
+// connections and each series has a sample already; Start calls it once the nodes are known, while the pods are
 // still being listed, and cancels ctx once they are. It must return before Run starts.
 //
 // What it collects is neither stored nor published then: whose pod is whose is not known yet (DESIGN.md section

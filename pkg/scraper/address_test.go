@@ -24,7 +24,7 @@ func TestNodeAddress(t *testing.T) {
 		preferred []corev1.NodeAddressType
 		want      string
 	}{
-		{"default order", DefaultAddressTypes, "10.0.0.1"},
+		{"default order", defaultAddressTypes, "10.0.0.1"},
 		{"external first", []corev1.NodeAddressType{corev1.NodeExternalIP, corev1.NodeInternalIP}, "203.0.113.1"},
 		{"hostname only", []corev1.NodeAddressType{corev1.NodeHostName}, "node-a"},
 		{"none of the types", []corev1.NodeAddressType{corev1.NodeInternalDNS}, ""},

@@ -15,15 +15,15 @@ import (
 // Defaults of the kubelet flags, following metrics-server's manifests (DESIGN.md section 2). DefaultOptions gathers
 // them; New fills in zero-valued Options from it.
 const (
-	DefaultTimeout          = 10 * time.Second
-	DefaultConcurrency      = 50
-	DefaultMaxResponseBytes = 10 << 20
-	DefaultPort             = 10250
-	DefaultScheme           = "https"
+	defaultTimeout          = 10 * time.Second
+	defaultConcurrency      = 50
+	defaultMaxResponseBytes = 10 << 20
+	defaultPort             = 10250
+	defaultScheme           = "https"
 )
 
-// DefaultAddressTypes is the default --kubelet-preferred-address-types.
-var DefaultAddressTypes = []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeExternalIP, corev1.NodeHostName}
+// defaultAddressTypes is the default --kubelet-preferred-address-types.
+var defaultAddressTypes = []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeExternalIP, corev1.NodeHostName}
 
 // Options configure a Scraper. Zero values take the defaults of DefaultOptions (Compression's zero is off).
 type Options struct {
@@ -51,12 +51,12 @@ type Options struct {
 // DefaultOptions are the defaults of every setting, the kubelet flags' defaults among them.
 func DefaultOptions() Options {
 	return Options{
-		Timeout:               DefaultTimeout,
-		Concurrency:           DefaultConcurrency,
-		MaxResponseBytes:      DefaultMaxResponseBytes,
-		PreferredAddressTypes: slices.Clone(DefaultAddressTypes),
-		Port:                  DefaultPort,
-		Scheme:                DefaultScheme,
+		Timeout:               defaultTimeout,
+		Concurrency:           defaultConcurrency,
+		MaxResponseBytes:      defaultMaxResponseBytes,
+		PreferredAddressTypes: slices.Clone(defaultAddressTypes),
+		Port:                  defaultPort,
+		Scheme:                defaultScheme,
 		NodeSelector:          labels.Everything(),
 		Compression:           true,
 	}

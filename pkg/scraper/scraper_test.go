@@ -315,7 +315,7 @@ func TestBudget(t *testing.T) {
 	}{
 		{10 * time.Second, 10 * time.Second},
 		{900 * time.Millisecond, 900 * time.Millisecond},
-		{0, DefaultTimeout},
+		{0, defaultTimeout},
 	} {
 		s, err := New(Options{Timeout: tc.timeout}, &fakeLister{})
 		if err != nil {

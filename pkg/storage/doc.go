@@ -17,10 +17,11 @@
 // NodeCapacity (what the node can do: no value above it is served). Storage never asks a lister. Staleness is a rule
 // of the data: a series not fed a new sample within --stale-after is dropped.
 //
-// Reading is one atomic load: Latest (or At, a retained generation) returns a Snapshot that needs nothing else: the
-// values, the time each turns stale, the generation (the API's resourceVersion), the source's health and the 503
-// decision (Unavailable). How long a snapshot is retained is storage's business: a reader that needs one kept (a
-// page-through, a watch) holds a Handle on it (Hold) and releases it when done.
+// Reading is one atomic load: Latest (or Resolve, the retained snapshot a generation names) returns a Snapshot that
+// needs nothing else: the values, the time each turns stale, the generation (the API's resourceVersion), the
+// source's health and the 503 decision (Unavailable). How long a snapshot is retained is storage's business (it
+// says so: Retained): a reader that needs one kept longer (a page-through, a watch) holds a Handle on it (Hold) and
+// releases it when done.
 //
 // The write path (Cycle.Append to a series' ring) and the read path (a view built at a publication, read through
 // its Snapshot) keep to files of their own. A view keeps its pods in a pointer-free slice numbered by storage's only

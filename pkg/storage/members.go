@@ -20,18 +20,18 @@ type PodObject struct {
 	UID uint64
 	// Created is when the object began: its status.startTime (when its kubelet first handled it, on the node's
 	// clock like the kubelet's samples), else its metadata.creationTimestamp; zero when unknown or when the pod is
-	// older than its object (a static pod's mirror), which exempts it from the predecessor rule (CreationSkew).
+	// older than its object (a static pod's mirror), which exempts it from the predecessor rule (creationSkew).
 	Created time.Time
 }
 
-// CreationSkew is how far before a pod object began (PodObject.Created) a sample may be stamped, or a container of
+// creationSkew is how far before a pod object began (PodObject.Created) a sample may be stamped, or a container of
 // it may have started, and still be the pod's. The kubelet's pod start time and its samples share the node's clock;
 // a creation time (no start time known) and a Prometheus evaluation time are other clocks, and every one of them is
 // truncated to the second, which only widens the margin. Too small, a node whose clock lags by more than it would
 // have its new pods' containers all taken for predecessors, and none served; too large, a predecessor that ran
 // for less than it before its successor began would be served as the successor for a scrape or two. Clocks kept by
 // NTP disagree by milliseconds; 5 s tolerates a badly kept one, and a predecessor that lived less than 5 s is rare.
-const CreationSkew = 5 * time.Second
+const creationSkew = 5 * time.Second
 
 // BindPod tells storage that a pod object is Running on its node (the pod informer's add and update events): from
 // then on its samples are stored, taken from that node's batches only, and only those measured for this object:
@@ -43,7 +43,7 @@ func (s *Storage) BindPod(o PodObject) {
 	key := podKey{o.Namespace, o.Name}
 	var created int64
 	if ns, ok := sampleNanos(o.Created); ok {
-		created = ns - int64(CreationSkew)
+		created = ns - int64(creationSkew)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -76,7 +76,7 @@ func (s *Storage) PodBound(namespace, name, node string) {
 }
 
 // predates reports whether a sample is of the pod's predecessor under its name: stamped, or of a container
-// started, before the pod object was created (less CreationSkew).
+// started, before the pod object was created (less creationSkew).
 func (p *pod) predates(smp *Sample) bool {
 	if p.created == 0 {
 		return false

@@ -8,17 +8,17 @@ type Capacity struct {
 	Memory float64 // bytes
 }
 
-// PlausibleMargin is how far above its node's capacity a served value may be (a factor) before it is taken for
+// plausibleMargin is how far above its node's capacity a served value may be (a factor) before it is taken for
 // garbage (DESIGN.md section 2, "Plausibility"). No true usage exceeds the capacity, but measured rates jitter
 // above it: a kubelet stamps a counter read a little after its stats time (a few milliseconds over a 1 s
 // resolution is under 1 %), a container at its CPU limit reads a few percent over it from the CFS period's
 // accounting, and a PromQL rate() extrapolates to its window's edges (up to 10 % of it). 10 % covers those; the
 // garbage it is there to stop is orders of magnitude off (241 cores from a 19-core node, 10,017 from any).
-const PlausibleMargin = 1.1
+const plausibleMargin = 1.1
 
 // exceeds reports whether a usage of cpu nanocores and mem bytes is more than c can do.
 func (c Capacity) exceeds(cpu, mem float64) bool {
-	return (c.CPU > 0 && cpu > c.CPU*1e9*PlausibleMargin) || (c.Memory > 0 && mem > c.Memory*PlausibleMargin)
+	return (c.CPU > 0 && cpu > c.CPU*1e9*plausibleMargin) || (c.Memory > 0 && mem > c.Memory*plausibleMargin)
 }
 
 // judgeNode stops serving a node's series when what it would serve is more than the node can do. Called with s.mu
@@ -73,5 +73,5 @@ func (s *Storage) judgePod(smp *ContainerSample, seq uint64, rej *Rejection) {
 func implausible(name, node string, u Usage, c Capacity) string {
 	return fmt.Sprintf("%s: cpu=%.3f cores memory=%d bytes, above node %q's capacity (cpu=%g cores memory=%g "+
 		"bytes) by more than %g%%", name, float64(u.CPU)/1e9, u.Memory, node, c.CPU, c.Memory,
-		(PlausibleMargin-1)*100)
+		(plausibleMargin-1)*100)
 }

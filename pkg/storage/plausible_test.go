@@ -7,7 +7,7 @@ import (
 )
 
 // TestPlausibility follows DESIGN.md section 2, "Plausibility": no node, container or pod value above what the node
-// can physically do (its capacity, with PlausibleMargin) is served; it is counted and named for the log, and a
+// can physically do (its capacity, with plausibleMargin) is served; it is counted and named for the log, and a
 // node with no capacity known bounds nothing.
 func TestPlausibility(t *testing.T) {
 	sec := time.Second

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -74,7 +75,7 @@ func TestInterimPublication(t *testing.T) {
 		t.Errorf("%d freshness observations at the commit, want 1: n1's sample was observed when first published", n)
 	}
 	for _, gen := range []uint64{gen0, gen1, gen1 + 1, gen1 + 2} {
-		if _, ok := f.At(gen); !ok {
+		if _, ok := f.Resolve(gen); !ok {
 			t.Errorf("generation %d not retained", gen)
 		}
 	}
@@ -131,8 +132,11 @@ func TestRetainedWhileHeld(t *testing.T) {
 	}
 	newest := all[len(all)-RetainedViews:]
 	for _, gen := range all {
-		_, ok := f.At(gen)
-		switch want := held[gen] != nil || contains(newest, gen); {
+		_, ok := f.Resolve(gen)
+		if snap, _ := f.Resolve(gen); snap != nil && snap.Retained() != slices.Contains(newest, gen) {
+			t.Errorf("generation %d: Retained() is %v, want whether it is among the %d newest", gen, snap.Retained(), RetainedViews)
+		}
+		switch want := held[gen] != nil || slices.Contains(newest, gen); {
 		case want && !ok:
 			t.Errorf("generation %d, held or among the newest, is no longer retained", gen)
 		case !want && ok:
@@ -140,10 +144,10 @@ func TestRetainedWhileHeld(t *testing.T) {
 		}
 	}
 	first := commits[0]
-	snap, _ := f.At(first)
+	snap, _ := f.Resolve(first)
 	held[first].Release()
 	// Releasing a handle twice does nothing more: another handle on the same view still retains it.
-	kept, _ := f.At(commits[3])
+	kept, _ := f.Resolve(commits[3])
 	twice, ok := f.Hold(kept)
 	if !ok {
 		t.Fatalf("generation %d, held, could not be held again", commits[3])
@@ -151,28 +155,66 @@ func TestRetainedWhileHeld(t *testing.T) {
 	twice.Release()
 	twice.Release()
 	f.endCycle(Outcome{Success: true})
-	if _, ok := f.At(first); ok {
+	if _, ok := f.Resolve(first); ok {
 		t.Errorf("generation %d is still retained after its only handle was released and a publication came", first)
 	}
 	if _, ok := f.Hold(snap); ok {
 		t.Errorf("generation %d, let go, could be held again", first)
 	}
-	if _, ok := f.At(commits[3]); !ok {
+	if _, ok := f.Resolve(commits[3]); !ok {
 		t.Errorf("generation %d, still held, is no longer retained", commits[3])
 	}
 	f.clock.now = f.clock.now.Add(time.Hour)
-	if _, ok := f.At(commits[3]); ok {
+	if _, ok := f.Resolve(commits[3]); ok {
 		t.Errorf("generation %d, held but published over --stale-after ago, is still found", commits[3])
 	}
 }
 
-func contains(gens []uint64, g uint64) bool {
-	for _, x := range gens {
-		if x == g {
-			return true
+// TestRetainedOnItsOwnAccount: storage says which snapshots it keeps whoever holds them (Retained), so a reader
+// that keeps something of a snapshot can tell what it keeps alive: the RetainedViews newest publications and the
+// newest commit, however many interim publications come after it. One that leaves them is not Retained again,
+// held or not.
+func TestRetainedOnItsOwnAccount(t *testing.T) {
+	f := newFixture(Options{StaleAfter: time.Hour})
+	f.scrape(0, []NodeSample{node("n1", 0, 100, 1e9)}, nil)
+	older := f.Committed()
+	h, ok := f.Hold(older)
+	if !ok || !older.Retained() {
+		t.Fatalf("the newest commit: held %v, Retained %v; want both", ok, older.Retained())
+	}
+	defer h.Release()
+	f.scrape(15*time.Second, []NodeSample{node("n1", 15*time.Second, 110, 1e9)}, nil)
+	committed := f.Committed()
+	c := f.BeginCycle()
+	var interim []Snapshot
+	for i := range RetainedViews + 1 { // a long cycle: an interim publication a second
+		at := 30*time.Second + time.Duration(i)*time.Second
+		f.clock.now = t0.Add(at)
+		c.Append(&Batch{Key: "n1", CPU: CPUCumulative, Nodes: []NodeSample{node("n1", at, float64(120+i), 1e9)}})
+		c.Publish()
+		interim = append(interim, f.Latest())
+	}
+	if interim[0] == committed || interim[0] == interim[1] {
+		t.Fatal("the cycle published no interim snapshots")
+	}
+	for i, snap := range interim {
+		if want := i >= 1; snap.Retained() != want {
+			t.Errorf("interim publication %d of %d: Retained %v, want %v", i+1, len(interim), snap.Retained(), want)
 		}
 	}
-	return false
+	if !committed.Retained() {
+		t.Error("the newest commit is not Retained after interim publications")
+	}
+	if older.Retained() {
+		t.Error("an older commit, held but neither among the newest nor the newest commit, is Retained")
+	}
+	if _, ok := f.Resolve(older.Generation()); !ok {
+		t.Error("the held older commit is not found")
+	}
+	c.Commit(Outcome{Success: true})
+	if committed.Retained() || interim[1].Retained() {
+		t.Error("a snapshot that left the newest publications and commits is still Retained")
+	}
 }
 
 // TestCompleteAnswer: Health.Complete is set by the first cycle after which every listed node is served, and stays.

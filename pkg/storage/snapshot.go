@@ -9,15 +9,15 @@ import (
 // RetainedViews is how many of the newest views storage keeps whether or not anyone holds them, so a watch can
 // resume from a resourceVersion up to RetainedViews-1 publications old. Beyond those and the newest commit, a view
 // is kept exactly while a reader holds a Handle on it (a page-through's lease, a watch feed), however many
-// publications come meanwhile; once released, the next publication lets it go (At no longer finds it: 410 Gone,
-// or a continue token continues from the newest commit). Holding by use instead of keeping every commit: a full
+// publications come meanwhile; once released, the next publication lets it go (Resolve no longer finds it: 410
+// Gone, or a continue token continues from the newest commit). Holding by use instead of keeping every commit: a full
 // snapshot is large in a large cluster (BENCHMARKS.md, "Figures behind the comments"), and pagers are rare.
 const RetainedViews = 4
 
 // dropped is a view's holds once retain let it go: it can no longer be held.
 const dropped = -1
 
-// Handle keeps one snapshot retained (At finds it by its generation) for as long as it is held. Release it once
+// Handle keeps one snapshot retained (Resolve finds it by its generation) for as long as it is held. Release it once
 // the reader is done; a nil Handle (a snapshot that could not be held) releases nothing.
 type Handle struct {
 	v        *view
@@ -64,6 +64,10 @@ type Snapshot interface {
 	Generation() uint64
 	// Changed is closed when a newer snapshot is published.
 	Changed() <-chan struct{}
+	// Retained is whether storage keeps the snapshot on its own account, whoever holds it: it is among the
+	// RetainedViews newest publications or is the newest commit. Once false it stays false, and the snapshot is
+	// kept only while held (Hold): what a reader keeps of it beyond that point keeps it alive.
+	Retained() bool
 	// Each calls node with every node and pod with every pod the snapshot holds, stale or not; either may be nil.
 	Each(node func(name string), pod func(namespace, name string))
 	// Health is the source's collection health as of the newest commit before (or at) the snapshot.
@@ -106,6 +110,9 @@ func (v *view) Health() Health { return v.health }
 // Changed implements Snapshot.
 func (v *view) Changed() <-chan struct{} { return v.changed }
 
+// Retained implements Snapshot.
+func (v *view) Retained() bool { return v.own.Load() }
+
 // Each implements Snapshot.
 func (v *view) Each(node func(name string), pod func(namespace, name string)) {
 	if node != nil {
@@ -129,18 +136,17 @@ func (s *Storage) Latest() Snapshot { return s.view.Load() }
 // limit and continue starts from (its reader holds it while it pages, Hold).
 func (s *Storage) Committed() Snapshot { return s.committed.Load() }
 
-// At returns the snapshot of a generation while it is retained (among the RetainedViews newest, the newest
-// commit, or held); ok is false when it is not (or not yet published). One released is not retained from then on,
-// though the next publication removes it: a snapshot read long after its time would have every value stale. For
-// the same reason one only held is not found once published longer than StaleAfter ago: a page-through renewing
-// its hold then continues from the newest commit, rather than serving values older than --stale-after, or none.
-func (s *Storage) At(generation uint64) (Snapshot, bool) {
-	recent := *s.recent.Load()
-	for i, v := range recent {
+// Resolve returns the snapshot a generation names (a client's resourceVersion, a continue token's) while storage
+// keeps it: Retained, or held; ok is false when it is not (or not yet published). One released is not found from
+// then on, though the next publication removes it: a snapshot read long after its time would have every value
+// stale. For the same reason one only held is not found once published longer than StaleAfter ago: a page-through
+// renewing its hold then continues from the newest commit, rather than serving values older than --stale-after, or
+// none.
+func (s *Storage) Resolve(generation uint64) (Snapshot, bool) {
+	for _, v := range *s.recent.Load() {
 		if v.Generation() == generation {
 			held := v.holds.Load() > 0 && v.clock.mono()-v.published <= int64(v.staleAfter)
-			ok := i >= len(recent)-RetainedViews || v == s.committed.Load() || held
-			return v, ok
+			return v, v.own.Load() || held
 		}
 	}
 	return nil, false
@@ -152,6 +158,7 @@ func (s *Storage) publish(v *view, committed bool, began int64) {
 	s.published++
 	v.generation, v.committed, v.changed = s.epoch+s.published, committed, make(chan struct{})
 	v.published = began
+	v.own.Store(true)
 	s.pubBatches, s.pubAt = s.batches, began
 	s.removalDue = false // this publication carries them
 	s.dirty.reset()
@@ -163,8 +170,8 @@ func (s *Storage) publish(v *view, committed bool, began int64) {
 	close(prev.changed)
 }
 
-// retain returns the views to keep once v is published: the RetainedViews newest, the newest commit, and those a
-// reader holds; the others are marked dropped, so none can be held once let go.
+// retain returns the views to keep once v is published: the RetainedViews newest and the newest commit (own), and
+// those a reader holds; the others are marked dropped, so none can be held once let go.
 func retain(recent []*view, v *view) *[]*view {
 	all := append(recent[:len(recent):len(recent)], v)
 	kept := make([]*view, 0, min(len(all), 2*RetainedViews))
@@ -175,8 +182,10 @@ func retain(recent []*view, v *view) *[]*view {
 		if w.committed {
 			commits++
 		}
+		own := views <= RetainedViews || (w.committed && commits == 1)
+		w.own.Store(own)
 		switch {
-		case views <= RetainedViews || (w.committed && commits == 1):
+		case own:
 			kept = append(kept, w)
 		case !w.holds.CompareAndSwap(0, dropped):
 			kept = append(kept, w) // held

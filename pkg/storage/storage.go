@@ -71,7 +71,7 @@ type pod struct {
 	containers []container // sorted by name, so building a view needs no sort
 	batch      uint64      // sequence number of the newest Append that reported the pod
 	// object identifies the pod object (PodObject.UID), and created is when it was created in Unix nanoseconds,
-	// less CreationSkew: samples stamped before it, or of containers started before it, are its predecessor's.
+	// less creationSkew: samples stamped before it, or of containers started before it, are its predecessor's.
 	// Both 0 when unknown.
 	object      uint64
 	created     int64
@@ -144,6 +144,7 @@ func New(o Options) *Storage {
 	s.epoch = uint64(s.clock.base.UnixMilli())
 	first := &view{health: s.health, generation: s.epoch, changed: make(chan struct{}), clock: s.clock,
 		staleAfter: o.StaleAfter, committed: true}
+	first.own.Store(true)
 	s.view.Store(first)
 	s.committed.Store(first)
 	s.recent.Store(&[]*view{first})

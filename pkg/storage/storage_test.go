@@ -420,13 +420,13 @@ func TestSnapshotsAreConsistentAndRetained(t *testing.T) {
 		f.endCycle(Outcome{Success: true})
 	}
 	latest := f.Latest().Generation()
-	if _, ok := f.At(latest - RetainedViews + 1); !ok {
+	if _, ok := f.Resolve(latest - RetainedViews + 1); !ok {
 		t.Errorf("generation %d not retained (latest %d)", latest-RetainedViews+1, latest)
 	}
-	if _, ok := f.At(latest - RetainedViews); ok {
+	if _, ok := f.Resolve(latest - RetainedViews); ok {
 		t.Errorf("generation %d retained beyond %d views", latest-RetainedViews, RetainedViews)
 	}
-	if s, ok := f.At(latest); !ok || s.Generation() != latest {
-		t.Errorf("At(latest) = %v, %v", s, ok)
+	if s, ok := f.Resolve(latest); !ok || s.Generation() != latest {
+		t.Errorf("Resolve(latest) = %v, %v", s, ok)
 	}
 }

@@ -23,7 +23,7 @@ type Sample struct {
 	Timestamp time.Time
 	// StartTime is when the container or node started; zero when unknown. Any change of a known one (forward or
 	// back, from the last known) is a restart and starts the series afresh; unknown is no restart. One after
-	// Timestamp, or more than MaxStartAge before it, is invalid and read as unknown (Rejection.InvalidStart).
+	// Timestamp, or more than 100 years before it, is invalid and read as unknown (Rejection.InvalidStart).
 	StartTime time.Time
 	// CPU is core-seconds (CPUCumulative) or cores (CPURate).
 	CPU float64
@@ -80,13 +80,13 @@ type Rejection struct {
 	// ForeignPod names one such pod and the node it is bound to, for a log line.
 	ForeignPod string
 	// Implausible counts samples whose node, container or pod would be served above what the node can physically
-	// do (its capacity, see NodeCapacity, with PlausibleMargin): not served (DESIGN.md section 2, "Plausibility").
+	// do (its capacity, see NodeCapacity, with a 10 % margin): not served (DESIGN.md section 2, "Plausibility").
 	Implausible int
-	// InvalidStart counts samples whose start time was after the sample, or more than MaxStartAge before it: kept,
+	// InvalidStart counts samples whose start time was after the sample, or more than 100 years before it: kept,
 	// with the start read as unknown.
 	InvalidStart int
 	// Predecessor counts container samples of a pod's predecessor under its name: stamped, or of a container
-	// started, before the pod object was created (PodObject.Created, less CreationSkew). Like Foreign ones, their
+	// started, before the pod object was created (PodObject.Created, less 5 s of clock skew). Like Foreign ones, their
 	// values may well be true, of another object.
 	Predecessor int
 	// PredecessorPod names one such pod, for a log line.

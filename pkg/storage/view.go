@@ -23,6 +23,7 @@ type view struct {
 	generation uint64
 	committed  bool          // published by a cycle's Commit, not while the cycle ran (Cycle.Publish)
 	holds      atomic.Int32  // the Handles held on it (snapshot.go), or dropped once let go
+	own        atomic.Bool   // retained on storage's own account, whoever holds it (Retained)
 	published  int64         // when its publication began (mono): a view held longer than staleAfter is not read
 	changed    chan struct{} // closed when the next view is published
 	// clock and staleAfter are copies of storage's, so a view answers alone: which entries are stale is decided at

@@ -156,10 +156,10 @@ func (p *pod) series(name string, history int) *series {
 	return sr
 }
 
-// MaxStartAge is how long before its sample a start time may be and still be read as one: a century, longer than
+// maxStartAge is how long before its sample a start time may be and still be read as one: a century, longer than
 // any machine runs, and short enough that no difference of two times storage keeps overflows int64 nanoseconds
 // (their range is 292 years; sample times are after 1970).
-const MaxStartAge = 100 * 365 * 24 * time.Hour
+const maxStartAge = 100 * 365 * 24 * time.Hour
 
 // The range of times that int64 Unix nanoseconds hold: time.Time.UnixNano of a time outside it wraps.
 var (
@@ -176,13 +176,13 @@ func sampleNanos(t time.Time) (ns int64, ok bool) {
 }
 
 // startNanos returns a start time as Unix nanoseconds for a sample at ts, 0 when unknown (zero). invalid reports a
-// start time after its sample, or more than MaxStartAge before it: read as unknown, not as a restart to the year
+// start time after its sample, or more than maxStartAge before it: read as unknown, not as a restart to the year
 // 2610 (a container_start_time_seconds of 2.02e10 wrapped into int64 nanoseconds served 10,017 cores).
 func startNanos(t time.Time, ts int64) (ns int64, invalid bool) {
 	if t.IsZero() {
 		return 0, false
 	}
-	if t.After(time.Unix(0, ts)) || t.Before(time.Unix(0, ts-int64(MaxStartAge))) {
+	if t.After(time.Unix(0, ts)) || t.Before(time.Unix(0, ts-int64(maxStartAge))) {
 		return 0, true
 	}
 	return t.UnixNano(), false

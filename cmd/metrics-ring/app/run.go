@@ -51,7 +51,7 @@ type Wired struct {
 	Loop    *collect.Loop
 	start   func(stop <-chan struct{})
 	synced  []cache.InformerSynced
-	// warm says when the loop may warm its source (Loop.Warm, which decides whether it does): once nodes synced.
+	// warm says when the loop may warm its source (Loop.Start, whose Warm decides whether it does): once nodes synced.
 	warm cache.InformerSynced
 }
 
@@ -135,8 +135,8 @@ func Wire(o *Options, client kubernetes.Interface, restConfig *rest.Config) (*Wi
 // The kubelet source is warmed before the first cycle (collect.Warmer); the Prometheus source is not.
 var _ collect.Warmer = (*scraper.Scraper)(nil)
 
-// Run starts the informers, warms the source once the nodes are known (Loop.Warm), starts the collection loop once
-// every informer has synced, and serves until ctx is done (SIGTERM). Then
+// Run starts the informers and the collection loop (Loop.Start: it warms the source once the nodes are known and
+// runs its cycles once every informer has synced), and serves until ctx is done (SIGTERM). Then
 // /readyz fails at once, the server goes on serving for --shutdown-delay-duration so that endpoints drain, ends
 // the watches and returns; the informers and the source run until then, so what is served stays fresh.
 func (w *Wired) Run(ctx context.Context) error {
@@ -144,24 +144,7 @@ func (w *Wired) Run(ctx context.Context) error {
 	defer stop()
 	w.start(background.Done())
 	go returnStartupMemory(background, w.Storage.Latest().Changed())
-	go func() {
-		warming, synced := context.WithCancel(background)
-		defer synced()
-		warmed := make(chan struct{})
-		go func() {
-			defer close(warmed)
-			if cache.WaitForCacheSync(warming.Done(), w.warm) {
-				w.Loop.Warm(warming) // until the pods are known (synced), in rounds
-			}
-		}()
-		if !cache.WaitForCacheSync(background.Done(), w.synced...) {
-			return
-		}
-		synced()
-		<-warmed // cycles never overlap the warm-up: a source collects one cycle at a time
-		klog.InfoS("Informers synced, starting collection")
-		w.Loop.Run(background)
-	}()
+	go w.Loop.Start(background, w.warm, w.synced...)
 	return w.Server.PrepareRun().RunWithContext(ctx)
 }
 
