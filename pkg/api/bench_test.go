@@ -88,7 +88,7 @@ var _ io.Writer = (*countingWriter)(nil)
 // "paged" reads them in pages of 1,000, each page built from the collection's shared index and encoded for its
 // request (before pages built from that index, every page built the whole list: 30 lists per read).
 func BenchmarkListPodsRepeated(b *testing.B) {
-	s, enc := storedPods30k()
+	s, enc := storedPods30k(0)
 	ctx := genericapirequest.WithNamespace(context.Background(), metav1.NamespaceAll)
 	for _, tc := range []struct {
 		name  string
@@ -124,8 +124,9 @@ func BenchmarkListPodsRepeated(b *testing.B) {
 }
 
 // storedPods30k is the PodStorage of a 1,000-node x 30-pod x 2-container cluster (30,000 pods, labelled app=<name>)
-// in real storage after one collection, and the JSON encoder kubectl's lists get.
-func storedPods30k() (*podREST, runtime.Encoder) {
+// in real storage after one collection, with readerCacheBytes (0: the default), and the JSON encoder kubectl's
+// lists get.
+func storedPods30k(readerCacheBytes int64) (*podREST, runtime.Encoder) {
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	st := storage.New(storage.Options{Source: "prometheus", Resolution: 15 * time.Second, Now: func() time.Time { return sampleTime }})
 	batch := &storage.Batch{CPU: storage.CPURate, Window: time.Minute}
@@ -144,7 +145,8 @@ func storedPods30k() (*podREST, runtime.Encoder) {
 	cy.Append(batch)
 	cy.Commit(storage.Outcome{Success: true})
 	info, _ := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
-	return podRESTOf(st, cache.NewGenericLister(indexer, podResource)), codecs.EncoderForVersion(info.Serializer, v1beta1.SchemeGroupVersion)
+	s := newPodStorage(st, cache.NewGenericLister(indexer, podResource), newReaders(Deps{ReaderCacheBytes: readerCacheBytes}))
+	return s, codecs.EncoderForVersion(info.Serializer, v1beta1.SchemeGroupVersion)
 }
 
 // BenchmarkWatchersAndPages is the load of issue 14 scaled to a benchmark: per collection (one op), 100 watchers of
