@@ -12,7 +12,8 @@ import (
 // Selections of one snapshot that select the same objects share one build (DESIGN.md section 3, "Readers' cost"):
 // a list costs what it selects, not how its selector is spelled. Ten thousand distinct selectors that each match
 // every pod (`x!=v0`, `x!=v1`, ...) cost one build, its full list and its encodings, plus a selection each: the
-// walk of the informer's objects a build starts with, without the sort, the items and the encodings.
+// walk of the informer's objects a build starts with, without the sort, the items and the encodings. The list and
+// encodings are shared only while the keeper has room for them (BENCHMARKS.md, issue 26 finding 1 (c)).
 //
 // A new selection is made as before, in a slot of buildLimit when it is large; its objects are fingerprinted
 // (objectSet), and a kept build of the same snapshot with that fingerprint whose objects are the same (sameObjects:
