@@ -88,27 +88,8 @@ var _ io.Writer = (*countingWriter)(nil)
 // "paged" reads them in pages of 1,000, each page built from the collection's shared index and encoded for its
 // request (before pages built from that index, every page built the whole list: 30 lists per read).
 func BenchmarkListPodsRepeated(b *testing.B) {
-	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	st := storage.New(storage.Options{Source: "prometheus", Resolution: 15 * time.Second, Now: func() time.Time { return sampleTime }})
-	batch := &storage.Batch{CPU: storage.CPURate, Window: time.Minute}
-	for n := 0; n < 1000; n++ {
-		for p := 0; p < 30; p++ {
-			ns, name := fmt.Sprintf("ns-%d", p%10), fmt.Sprintf("app-%d-%d", n, p)
-			_ = indexer.Add(podMeta(ns, name, map[string]string{"app": name}))
-			st.PodBound(ns, name, fmt.Sprintf("node-%d", n))
-			for _, c := range []string{"app", "sidecar"} {
-				batch.Containers = append(batch.Containers, storage.ContainerSample{Namespace: ns, Pod: name, Container: c,
-					Sample: storage.Sample{Timestamp: sampleTime, CPU: 0.123456789, Memory: 100 << 20}})
-			}
-		}
-	}
-	cy := st.BeginCycle()
-	cy.Append(batch)
-	cy.Commit(storage.Outcome{Success: true})
-	s := podRESTOf(st, cache.NewGenericLister(indexer, podResource))
+	s, enc := storedPods30k(0)
 	ctx := genericapirequest.WithNamespace(context.Background(), metav1.NamespaceAll)
-	info, _ := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
-	enc := codecs.EncoderForVersion(info.Serializer, v1beta1.SchemeGroupVersion)
 	for _, tc := range []struct {
 		name  string
 		limit int64
@@ -140,6 +121,32 @@ func BenchmarkListPodsRepeated(b *testing.B) {
 			b.ReportMetric(float64(size), "bytes/list")
 		})
 	}
+}
+
+// storedPods30k is the PodStorage of a 1,000-node x 30-pod x 2-container cluster (30,000 pods, labelled app=<name>)
+// in real storage after one collection, with readerCacheBytes (0: the default), and the JSON encoder kubectl's
+// lists get.
+func storedPods30k(readerCacheBytes int64) (*podREST, runtime.Encoder) {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	st := storage.New(storage.Options{Source: "prometheus", Resolution: 15 * time.Second, Now: func() time.Time { return sampleTime }})
+	batch := &storage.Batch{CPU: storage.CPURate, Window: time.Minute}
+	for n := 0; n < 1000; n++ {
+		for p := 0; p < 30; p++ {
+			ns, name := fmt.Sprintf("ns-%d", p%10), fmt.Sprintf("app-%d-%d", n, p)
+			_ = indexer.Add(podMeta(ns, name, map[string]string{"app": name}))
+			st.PodBound(ns, name, fmt.Sprintf("node-%d", n))
+			for _, c := range []string{"app", "sidecar"} {
+				batch.Containers = append(batch.Containers, storage.ContainerSample{Namespace: ns, Pod: name, Container: c,
+					Sample: storage.Sample{Timestamp: sampleTime, CPU: 0.123456789, Memory: 100 << 20}})
+			}
+		}
+	}
+	cy := st.BeginCycle()
+	cy.Append(batch)
+	cy.Commit(storage.Outcome{Success: true})
+	info, _ := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
+	s := newPodStorage(st, cache.NewGenericLister(indexer, podResource), newReaders(Deps{ReaderCacheBytes: readerCacheBytes}))
+	return s, codecs.EncoderForVersion(info.Serializer, v1beta1.SchemeGroupVersion)
 }
 
 // BenchmarkWatchersAndPages is the load of issue 14 scaled to a benchmark: per collection (one op), 100 watchers of

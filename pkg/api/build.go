@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -52,8 +53,12 @@ type build[P any] struct {
 	// lists none of the objects removed since (stale); checked is the count up to which it was found to list none.
 	removals uint64
 	checked  atomic.Uint64
-	done     chan struct{}
-	err      error
+	// set fingerprints the selection's objects; same, when set, is the kept build of the same objects (buildshare.go)
+	// that this selection reads instead of its own entries. Both set before done is closed.
+	set  objectSet
+	same *build[P]
+	done chan struct{}
+	err  error
 	// shared says the build is kept in the cache, so its full list, pages and watch events are shared and charged
 	// to keep; otherwise it is one request's (and its waiters') alone. Set before done is closed.
 	shared bool
@@ -72,8 +77,18 @@ func (b *build[P]) shed() {
 	b.pages.letGo()
 }
 
-// fill makes b's entries: sel's objects at snap, in a slot of buildLimit.
-func (b *build[P]) fill(ctx context.Context, s *metricsREST[P], snap storage.Snapshot, sel scope) error {
+// read is the build b's requests read: b, or the build of the same objects it found (same).
+func (b *build[P]) read() *build[P] {
+	if b.same != nil {
+		return b.same
+	}
+	return b
+}
+
+// fill makes b's entries: sel's objects at snap, in a slot of buildLimit; or, when sameAs finds a kept build of
+// those objects, sets b.same to it instead.
+func (b *build[P]) fill(ctx context.Context, s *metricsREST[P], snap storage.Snapshot, sel scope,
+	sameAs func(objs []object) *build[P]) error {
 	release, err := s.limit.take(ctx, upTo(s.kind, sel))
 	if err != nil {
 		return err
@@ -83,12 +98,13 @@ func (b *build[P]) fill(ctx context.Context, s *metricsREST[P], snap storage.Sna
 	if err != nil {
 		return err
 	}
+	objs = slices.DeleteFunc(objs, func(o object) bool { return !sel.matchFields(o.namespace, o.name) })
+	if b.same = sameAs(objs); b.same != nil {
+		return nil
+	}
 	now := s.now()
 	es := make([]entry[P], 0, len(objs))
 	for _, o := range objs {
-		if !sel.matchFields(o.namespace, o.name) {
-			continue
-		}
 		if p, ok := s.kind.point(snap, o.namespace, o.name); ok {
 			es = append(es, entry[P]{object: o, point: p})
 			// Observed once per build, not per request: observations per request of one histogram cost more CPU

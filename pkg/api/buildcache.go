@@ -22,13 +22,15 @@ type buildCache[P any] struct {
 	lease  time.Duration
 	now    func() time.Time
 	after  func(time.Duration) <-chan time.Time
-	mu     sync.Mutex
-	gens   map[uint64]*genBuilds[P]
+	// fingerprint is setOf; tests make sets collide.
+	fingerprint func([]object) objectSet
+	mu          sync.Mutex
+	gens        map[uint64]*genBuilds[P]
 }
 
 func newBuildCache[P any](res *metricsREST[P], kp *keeper) *buildCache[P] {
 	return &buildCache[P]{res: res, keeper: kp, lease: buildLease, now: time.Now, after: time.After,
-		gens: map[uint64]*genBuilds[P]{}}
+		fingerprint: setOf, gens: map[uint64]*genBuilds[P]{}}
 }
 
 // genBuilds are the builds of one snapshot, kept until their lease runs out once a newer snapshot is published. The
@@ -36,6 +38,7 @@ func newBuildCache[P any](res *metricsREST[P], kp *keeper) *buildCache[P] {
 // again.
 type genBuilds[P any] struct {
 	bySel  map[string]*build[P]
+	sets   sharedSets[P]    // the kept builds by their objects, and the selections reading another's (buildshare.go)
 	until  time.Time        // each use leases the builds for buildLease more
 	snap   storage.Snapshot // whose builds they are
 	handle *storage.Handle  // nil when storage had let the snapshot go already
@@ -88,7 +91,7 @@ func (c *buildCache[P]) lookup(ctx context.Context, gen uint64, sel scope) *buil
 	g := c.gens[gen]
 	var b *build[P]
 	if g != nil {
-		b = g.bySel[sel.key()]
+		b, _ = g.built(sel.key())
 		if b != nil { // a miss renews nothing: a token naming a generation must not keep others' builds
 			g.until = c.now().Add(c.lease)
 		}
@@ -105,6 +108,7 @@ func (c *buildCache[P]) lookup(ctx context.Context, gen uint64, sel scope) *buil
 	if b.err != nil {
 		return nil
 	}
+	b = b.read()
 	c.keeper.hold(&b.keep, userOf(ctx))
 	return b
 }
@@ -133,9 +137,9 @@ func (c *buildCache[P]) get(ctx context.Context, snap storage.Snapshot, sel scop
 			forget = c.trimGens(gen)
 		}
 		g.until = c.now().Add(c.lease)
-		b, ok := g.bySel[key]
+		b, ok := g.built(key)
 		if ok && b.stale(removals) { // made anew from the same snapshot; a page-through of it goes on in the new one
-			delete(g.bySel, key)
+			g.unlink(b)
 			forget, ok = append(forget, b), false
 		}
 		if !ok {
@@ -155,11 +159,13 @@ func (c *buildCache[P]) get(ctx context.Context, snap storage.Snapshot, sel scop
 		if err := c.res.limit.await(ctx, b.done); err != nil {
 			return nil, err
 		}
-		if !errors.Is(b.err, errLeaderGone) && (b.err != nil || !b.stale(removals)) {
-			if b.err == nil {
-				c.keeper.hold(&b.keep, userOf(ctx))
+		if !errors.Is(b.err, errLeaderGone) && (b.err != nil || !b.read().stale(removals)) {
+			if b.err != nil {
+				return nil, b.err
 			}
-			return b, b.err
+			r := b.read()
+			c.keeper.hold(&r.keep, userOf(ctx))
+			return r, nil
 		}
 	}
 }
@@ -175,20 +181,26 @@ func (c *buildCache[P]) lead(ctx context.Context, b *build[P], g *genBuilds[P], 
 		}
 		if !kept {
 			c.mu.Lock()
-			if g.bySel[b.key] == b {
-				delete(g.bySel, b.key)
-			}
+			g.unlink(b)
 			c.mu.Unlock()
 		}
 		close(b.done)
 	}()
-	if err := b.fill(ctx, c.res, snap, sel); err != nil {
+	sameAs := func(objs []object) *build[P] { return c.sameAs(g, b, snap, objs) }
+	if err := b.fill(ctx, c.res, snap, sel, sameAs); err != nil {
 		b.err = err
 		if ctx.Err() != nil {
 			b.err = fmt.Errorf("%w: %w", errLeaderGone, err)
 		}
 		return nil, err
 	}
+	if b.same != nil { // another selection's build holds these objects: read it as a waiter of it would
+		c.keeper.hold(&b.same.keep, userOf(ctx))
+		return b.same, nil
+	}
+	c.mu.Lock()
+	g.sets.add(b) // before the keeper may evict it, which unlinks it
+	c.mu.Unlock()
 	c.keeper.hold(&b.keep, b.keep.user)
 	if kept = c.keeper.admit(&b.keep, entryBytes(b.entries)); !kept {
 		c.keeper.forget(&b.keep)
@@ -201,8 +213,8 @@ func (c *buildCache[P]) lead(ctx context.Context, b *build[P], g *genBuilds[P], 
 // build anew.
 func (c *buildCache[P]) evict(b *build[P]) {
 	c.mu.Lock()
-	if g := c.gens[b.generation]; g != nil && g.bySel[b.key] == b {
-		delete(g.bySel, b.key)
+	if g := c.gens[b.generation]; g != nil {
+		g.unlink(b)
 	}
 	c.mu.Unlock()
 	b.shed()
