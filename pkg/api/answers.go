@@ -64,6 +64,8 @@ type answerHold struct {
 	user   string
 	bytes  int64 // room held
 	used   int64 // by answers made
+	// converts: the request asks for its answer converted (a table, metadata only), set before it is handled.
+	converts bool
 }
 
 type answerHoldKey struct{}

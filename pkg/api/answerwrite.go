@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/munnerz/goautoneg"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -33,8 +34,26 @@ func answersWritten(h http.Handler) http.Handler {
 		}
 		ctx, hold := withAnswerHold(ctx)
 		defer hold.release()
+		hold.converts = converts(r)
 		h.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// converts reports whether r may ask for its answer converted (Accept's "as" parameter: a Table, metadata only),
+// which the apiserver makes from the answer's items. Any clause asking for one counts, whichever the apiserver picks.
+func converts(r *http.Request) bool {
+	for _, a := range goautoneg.ParseAccept(r.Header.Get("Accept")) {
+		if _, ok := a.Params["as"]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// convertsList reports whether the request of ctx may ask for its list converted (converts).
+func convertsList(ctx context.Context) bool {
+	h := holdOf(ctx)
+	return h != nil && h.converts
 }
 
 // listAnswer answers a list from a build: its full list or a page. When the answer budget has no room for an

@@ -14,11 +14,11 @@ import (
 
 // Readers share work per snapshot (DESIGN.md section 3, "Readers' cost"): every list, page and watch of one
 // snapshot with the same namespace and selectors shares one build. A build is the selection's sorted entries (the
-// key index: a few words per object), from which a list builds every item once and encodes it once per wire
-// format, a page builds only its own items, and watches build their events' objects once, encoded once per format
-// and written to every watcher. Which objects exist is as the informers saw them when the build was made: a build
-// listed before a later deletion (storage's Removals) is not shared with the requests that come after it, when it
-// lists the deleted object.
+// key index: a few words per object), from which a full list builds its items only to encode them, once per wire
+// format, and keeps the encodings (leanlist.go), a page builds only its own items, and watches build their events'
+// objects once, encoded once per format and written to every watcher. Which objects exist is as the informers saw
+// them when the build was made: a build listed before a later deletion (storage's Removals) is not shared with the
+// requests that come after it, when it lists the deleted object.
 
 // scope is what a build is shared by: a namespace ("" for all, or a cluster-scoped kind) and selectors.
 type scope struct {

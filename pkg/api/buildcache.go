@@ -223,8 +223,12 @@ func (c *buildCache[P]) evict(b *build[P]) {
 // chargeEncodings makes the encodings of obj, a list or page shared by b's readers (kept as p), charged to b
 // while b keeps it; obj is returned.
 func (c *buildCache[P]) chargeEncodings(b *build[P], obj runtime.Object, p *shared) runtime.Object {
-	if e, ok := obj.(interface{ encodingsOf() *encodings }); ok {
-		e.encodingsOf().charge = func(n int) { p.charge(c.keeper, &b.keep, int64(n)) }
+	charge := func(n int) { p.charge(c.keeper, &b.keep, int64(n)) }
+	switch e := obj.(type) {
+	case interface{ encodingsOf() *encodings }:
+		e.encodingsOf().charge = charge
+	case interface{ setCharge(func(n int)) }:
+		e.setCharge(charge)
 	}
 	return obj
 }

@@ -166,6 +166,8 @@ func podList(t *testing.T, obj any) *metrics.PodMetricsList {
 		return l
 	case *sharedPodList:
 		return l.PodMetricsList
+	case *leanList[storage.PodPoint]:
+		return l.GetObject().(*metrics.PodMetricsList)
 	}
 	t.Fatalf("not a pod list: %T", obj)
 	return nil

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	"k8s.io/apimachinery/pkg/runtime"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/component-base/metrics/testutil"
-	"k8s.io/metrics/pkg/apis/metrics"
 )
 
 // TestUnservedDeletionRebuildsNothing (a review's finding): storage's Removals is one counter for every node
@@ -87,16 +87,17 @@ func TestRemovalRebuildsOnlyBuildsHoldingIt(t *testing.T) {
 	c.cycle(nil, cpu)
 	s := c.podStorage()
 	registerMetrics()
-	list := func(ns string) *metrics.PodMetricsList {
+	// list is the list as served: a shared one is the same object for every request.
+	list := func(ns string) runtime.Object {
 		t.Helper()
 		obj, err := s.List(genericapirequest.WithNamespace(context.Background(), ns), &metainternalversion.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return podList(t, obj)
+		return obj
 	}
 	nsA := list("ns-a")
-	if len(nsA.Items) != 600 || list("ns-a") != nsA {
+	if len(podList(t, nsA).Items) != 600 || list("ns-a") != nsA {
 		t.Fatal("two lists of ns-a's 600 pods in one snapshot were not one shared list: the test no longer checks the rebuilds")
 	}
 	list("ns-b")
@@ -110,7 +111,7 @@ func TestRemovalRebuildsOnlyBuildsHoldingIt(t *testing.T) {
 			t.Errorf("deletion %d of ns-b/%s: ns-a's list was made anew", i+1, name)
 		}
 		for _, ns := range []string{"ns-b", ""} {
-			for _, p := range list(ns).Items {
+			for _, p := range podList(t, list(ns)).Items {
 				if p.Namespace == "ns-b" && p.Name <= name {
 					t.Errorf("deletion %d: the list of namespace %q serves ns-b/%s, deleted", i+1, ns, p.Name)
 				}

@@ -12,8 +12,8 @@ import (
 // What a snapshot's build shares is encoded once per wire format (JSON, protobuf, YAML, Table...) and the bytes
 // copied to every request: a list of every pod of a large cluster is megabytes of JSON, and encoding it costs far
 // more than building it (BENCHMARKS.md, "Figures behind the comments"). The apiserver encodes through runtime.CacheableObject, the interface its watch cache
-// uses to share encodings between watchers: lists here (sharedNodeList, sharedPodList) and each object of a watch
-// event (watchItem) implement it.
+// uses to share encodings between watchers: pages here (sharedNodeList, sharedPodList), full lists (leanList, which
+// keeps its encodings and not its items) and each object of a watch event (watchItem) implement it.
 
 // encodings caches one object's encodings, one per encoder identifier. A slice, not a map: an object sees one or
 // two encoders, and a watch has one of these per object.

@@ -122,14 +122,16 @@ func podRESTOf(m Snapshots, lister PodLister) *podREST {
 	return newPodStorage(m, lister, newReaders(Deps{}))
 }
 
-// unshared is the plain list in a list that a build keeps for sharing (sharedNodeList, sharedPodList), and any
-// other object as it is.
+// unshared is the plain list in a list that a build keeps for sharing (sharedNodeList, sharedPodList; a leanList's
+// made anew), and any other object as it is.
 func unshared(obj runtime.Object) runtime.Object {
 	switch l := obj.(type) {
 	case *sharedNodeList:
 		return l.NodeMetricsList
 	case *sharedPodList:
 		return l.PodMetricsList
+	case leanObject:
+		return l.(runtime.CacheableObject).GetObject()
 	}
 	return obj
 }

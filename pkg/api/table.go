@@ -22,6 +22,12 @@ func (s *metricsREST[P]) ConvertToTable(ctx context.Context, obj runtime.Object,
 	if item, ok := obj.(*watchItem[P]); ok { // a watch event's object, for `kubectl get -w`
 		obj = item.GetObject()
 	}
+	if l, ok := obj.(leanObject); ok { // a kept full list: its items, made for this request
+		var err error
+		if obj, err = l.listObjects(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.tableRoom(ctx, obj); err != nil {
 		return nil, err
 	}
