@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -122,28 +123,50 @@ func checkHPAs(ctx context.Context, c kubernetes.Interface, sim *kubeletsim.Sim,
 	return r, nil
 }
 
-// failedMetricEvents counts the FailedGetResourceMetric events so far, by event (each counts its repeats).
-func failedMetricEvents(ctx context.Context, c kubernetes.Interface) (map[types.UID]int32, error) {
+// failedMetricEvents counts the FailedGetResourceMetric events so far, by event (each counts its repeats), with
+// each event's message: what the controller said is what tells a slow answer from a missing pod.
+func failedMetricEvents(ctx context.Context, c kubernetes.Interface) (map[types.UID]eventCount, error) {
 	list, err := c.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedGetResourceMetric"})
 	if err != nil {
 		return nil, fmt.Errorf("listing FailedGetResourceMetric events: %w", err)
 	}
-	out := map[types.UID]int32{}
+	out := map[types.UID]eventCount{}
 	for _, e := range list.Items {
 		n := max(1, e.Count)
 		if e.Series != nil {
 			n = max(n, e.Series.Count)
 		}
-		out[e.UID] = n
+		out[e.UID] = eventCount{n: n, message: e.Message}
 	}
 	return out, nil
 }
 
-// eventsBetween is how many events happened between two counts.
-func eventsBetween(before, after map[types.UID]int32) int {
-	n := 0
-	for uid, c := range after {
-		n += int(c - before[uid])
-	}
-	return n
+// eventCount is one event's repeats and message.
+type eventCount struct {
+	n       int32
+	message string
 }
+
+// eventsBetween is how many events happened between two counts, and how many of them said each message (with the
+// object's names left out, so that one cause is one line).
+func eventsBetween(before, after map[types.UID]eventCount) (int, map[string]int) {
+	n, byMessage := 0, map[string]int{}
+	for uid, c := range after {
+		if d := int(c.n - before[uid].n); d > 0 {
+			n += d
+			byMessage[eventCause(c.message)] += d
+		}
+	}
+	return n, byMessage
+}
+
+// eventCause is an event's message without the names of pods, namespaces and HPAs in it, at most 200 bytes.
+func eventCause(msg string) string {
+	msg = namesInMessage.ReplaceAllString(msg, "<name>")
+	if len(msg) > 200 {
+		msg = msg[:200]
+	}
+	return msg
+}
+
+var namesInMessage = regexp.MustCompile(`sim-[a-z0-9-]+`)

@@ -17,20 +17,21 @@ import (
 
 // soakResult is one server's soak window (issue 29 item 3).
 type soakResult struct {
-	samples          []memSample
-	coll             collection // CPU over the window, and what the server's metrics say of it
-	others           map[string]float64
-	hpa50, hpa99     float64 // the server's latency of namespaced pod lists: the HPA controller's
-	hpaListsPerSec   float64
-	failedMetric     int // FailedGetResourceMetric events in the window
-	hpa              hpaCheck
-	top              topTally
-	probes           probeResult
-	churn            churnTally
-	sampleErrors     int
-	profileStart     string
-	profileEnd       string
-	warmup, duration time.Duration
+	samples            []memSample
+	coll               collection // CPU over the window, and what the server's metrics say of it
+	others             map[string]float64
+	hpa50, hpa99       float64 // the server's latency of namespaced pod lists: the HPA controller's
+	hpaListsPerSec     float64
+	failedMetric       int            // FailedGetResourceMetric events in the window
+	failedMetricCauses map[string]int // their messages, names left out
+	hpa                hpaCheck
+	top                topTally
+	probes             probeResult
+	churn              churnTally
+	sampleErrors       int
+	profileStart       string
+	profileEnd         string
+	warmup, duration   time.Duration
 }
 
 // memSampleEvery is the soak's memory sampling period: 360 samples an hour, enough to see the collector's rhythm.
@@ -49,7 +50,7 @@ func (e *benchEnv) runSoak(ctx context.Context, t target, b *framework.Backend, 
 	if err != nil {
 		return nil, err
 	}
-	var ev0 map[types.UID]int32
+	var ev0 map[types.UID]eventCount
 	if o.hpa > 0 {
 		if ev0, err = failedMetricEvents(ctx, e.client); err != nil {
 			return nil, err
@@ -104,7 +105,7 @@ func (e *benchEnv) runSoak(ctx context.Context, t target, b *framework.Backend, 
 		if err != nil {
 			return nil, err
 		}
-		r.failedMetric = eventsBetween(ev0, ev1)
+		r.failedMetric, r.failedMetricCauses = eventsBetween(ev0, ev1)
 	}
 	if r.profileEnd, err = e.soakProfile(ctx, t, b, direct, "end"); err != nil {
 		return nil, err

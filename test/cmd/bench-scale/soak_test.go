@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"io"
+	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -129,10 +130,16 @@ func TestCheckTopRow(t *testing.T) {
 }
 
 func TestEventsBetween(t *testing.T) {
-	before := map[types.UID]int32{"a": 3}
-	after := map[types.UID]int32{"a": 5, "b": 1}
-	if got := eventsBetween(before, after); got != 3 {
-		t.Errorf("eventsBetween = %d, want 3 (2 repeats of a, b once)", got)
+	stale := "failed to get cpu utilization: did not receive metrics for targeted pods (pods might be unready)"
+	before := map[types.UID]eventCount{"a": {3, stale}}
+	after := map[types.UID]eventCount{"a": {5, stale}, "b": {1, "unable to fetch metrics for sim-ns-1/sim-pod-4-2"},
+		"c": {1, "unable to fetch metrics for sim-ns-2/sim-pod-9-0"}}
+	got, causes := eventsBetween(before, after)
+	if got != 4 {
+		t.Errorf("eventsBetween = %d, want 4 (2 repeats of a, b and c once)", got)
+	}
+	if want := map[string]int{stale: 2, "unable to fetch metrics for <name>/<name>": 2}; !maps.Equal(causes, want) {
+		t.Errorf("causes = %v, want %v (names left out: one cause, one line)", causes, want)
 	}
 }
 

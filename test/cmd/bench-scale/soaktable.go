@@ -96,6 +96,9 @@ func (r *result) printSoak(t table) {
 		if x.top.example != "" {
 			fmt.Fprintf(t.tw, "  %s: first disagreement of kubectl top with the truth: %s\n", tr.name, x.top.example)
 		}
+		for _, c := range topCauses(x.failedMetricCauses, 3) {
+			fmt.Fprintf(t.tw, "  %s: FailedGetResourceMetric x%d: %s\n", tr.name, x.failedMetricCauses[c], c)
+		}
 		if x.profileStart != "" {
 			fmt.Fprintf(t.tw, "  %s: heap profiles %s and %s\n", tr.name, x.profileStart, x.profileEnd)
 		}
@@ -163,4 +166,19 @@ func (r *result) writeSoakPlot() error {
 	}
 	fmt.Fprintf(os.Stderr, "soak plot written to %s\n", o.soakPlot)
 	return f.Close()
+}
+
+// topCauses are the n messages said most often, most first.
+func topCauses(causes map[string]int, n int) []string {
+	out := make([]string, 0, len(causes))
+	for c := range causes {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b string) int {
+		if causes[a] != causes[b] {
+			return causes[b] - causes[a]
+		}
+		return strings.Compare(a, b)
+	})
+	return out[:min(n, len(out))]
 }
