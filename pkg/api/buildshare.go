@@ -44,19 +44,29 @@ func setOf(objs []object) objectSet {
 	return s
 }
 
-// maxAliasBytes bounds the selections (their keys' bytes) remembered per snapshot as reading another selection's
-// build: one user's stream of distinct selectors must not grow the cache without bound. A selection past it still
+// maxAliasBytes bounds the selections remembered per snapshot as reading another selection's build (their keys'
+// bytes and aliasOverhead each): one user's stream of distinct selectors must not grow the cache without bound. A
+// user remembers at most maxAliasBytesPerUser of them, so that one user's long selectors cannot take every other
+// user's aliases away (each of theirs would walk its selection again in a slot). A selection past either still
 // shares the build, after its own selection.
-const maxAliasBytes = 256 << 10
+const (
+	maxAliasBytes        = 256 << 10
+	maxAliasBytesPerUser = maxAliasBytes / 4
+	aliasOverhead        = 64 // the maps' entries and the slice's, about, beside the key's bytes
+)
 
 // sharedSets indexes the kept builds of one snapshot by their objects, and the selections found to read them. The
 // build cache's mu guards it; its maps are made on first use.
 type sharedSets[P any] struct {
 	bySet      map[objectSet][]*build[P]
 	alias      map[string]*build[P] // another selection's key: the build of its objects
-	aliasesOf  map[*build[P]][]string
+	aliasesOf  map[*build[P]][]aliasOf
 	aliasBytes int
+	userBytes  map[string]int // the aliases' bytes by the user whose selection each is
 }
+
+// aliasOf is one selection remembered as reading a build, and the user who asked for it.
+type aliasOf struct{ key, user string }
 
 // add indexes b, made and kept, by its objects.
 func (s *sharedSets[P]) add(b *build[P]) {
@@ -69,17 +79,19 @@ func (s *sharedSets[P]) add(b *build[P]) {
 // indexed reports whether b is still among the builds of its objects (not evicted, nor made before a removal).
 func (s *sharedSets[P]) indexed(b *build[P]) bool { return slices.Contains(s.bySet[b.set], b) }
 
-// addAlias remembers that the selection key reads b, while there is room.
-func (s *sharedSets[P]) addAlias(key string, b *build[P]) {
-	if _, ok := s.alias[key]; ok || s.aliasBytes+len(key) > maxAliasBytes {
+// addAlias remembers that user's selection key reads b, while there is room, in all and for user.
+func (s *sharedSets[P]) addAlias(key, user string, b *build[P]) {
+	n := len(key) + aliasOverhead
+	if _, ok := s.alias[key]; ok || s.aliasBytes+n > maxAliasBytes || s.userBytes[user]+n > maxAliasBytesPerUser {
 		return
 	}
 	if s.alias == nil {
-		s.alias, s.aliasesOf = map[string]*build[P]{}, map[*build[P]][]string{}
+		s.alias, s.aliasesOf, s.userBytes = map[string]*build[P]{}, map[*build[P]][]aliasOf{}, map[string]int{}
 	}
 	s.alias[key] = b
-	s.aliasesOf[b] = append(s.aliasesOf[b], key)
-	s.aliasBytes += len(key)
+	s.aliasesOf[b] = append(s.aliasesOf[b], aliasOf{key, user})
+	s.aliasBytes += n
+	s.userBytes[user] += n
 }
 
 // unlink forgets b and the selections that read it.
@@ -89,9 +101,13 @@ func (s *sharedSets[P]) unlink(b *build[P]) {
 	} else {
 		delete(s.bySet, b.set)
 	}
-	for _, key := range s.aliasesOf[b] {
-		delete(s.alias, key)
-		s.aliasBytes -= len(key)
+	for _, a := range s.aliasesOf[b] {
+		n := len(a.key) + aliasOverhead
+		delete(s.alias, a.key)
+		s.aliasBytes -= n
+		if s.userBytes[a.user] -= n; s.userBytes[a.user] <= 0 {
+			delete(s.userBytes, a.user)
+		}
 	}
 	delete(s.aliasesOf, b)
 }
@@ -134,7 +150,7 @@ func (c *buildCache[P]) sameAs(g *genBuilds[P], b *build[P], snap storage.Snapsh
 		c.mu.Lock()
 		ok := g.sets.indexed(o)
 		if ok {
-			g.sets.addAlias(b.key, o)
+			g.sets.addAlias(b.key, b.keep.user, o)
 		}
 		c.mu.Unlock()
 		if ok {

@@ -166,3 +166,51 @@ func TestRemovalUnsharesASharedBuild(t *testing.T) {
 		t.Errorf("three selections of ns-a's pods after a deletion made %v builds, want 1", n)
 	}
 }
+
+// TestOneUsersLongSelectorsLeaveOthersTheirAliases (review of issue 26's sharing, MEDIUM): the selections remembered
+// as reading another's build were one budget per snapshot for every user, counted in key bytes: one list with a
+// selector of almost 256 KiB that matches every pod filled it, and every other user's selection of the same pods
+// then walked its selection again on each request. Each user now remembers at most a quarter.
+func TestOneUsersLongSelectorsLeaveOthersTheirAliases(t *testing.T) {
+	c := halves(t)
+	s := c.podStorage()
+	listAs := func(user, label string) {
+		t.Helper()
+		sel, err := labels.Parse(label)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.List(asUser(user), &metainternalversion.ListOptions{LabelSelector: sel}); err != nil {
+			t.Fatalf("%s listing %.40s...: %v", user, label, err)
+		}
+	}
+	listAs("bob", "") // the build every later selection reads
+	var long []string
+	for size, i := 0, 0; size < maxAliasBytes-100; i++ { // room left for her key's other parts, not for alice's
+		r := fmt.Sprintf("k%06d!=v", i)
+		long, size = append(long, r), size+len(r)+1
+	}
+	listAs("mallory", strings.Join(long, ",")) // one request: about 256 KiB of selections, every pod
+	for i := range 40 {                        // and as many short ones as she likes
+		listAs("mallory", fmt.Sprintf("m!=v%d", i))
+	}
+	listAs("alice", "app!=zzz")
+	gen := c.store.Latest().Generation()
+	s.builds.mu.Lock()
+	g := s.builds.gens[gen]
+	aliceKey := ""
+	for key := range g.sets.alias {
+		if strings.Contains(key, "app!=zzz") {
+			aliceKey = key
+		}
+	}
+	mallory := g.sets.userBytes["mallory"]
+	s.builds.mu.Unlock()
+	if aliceKey == "" {
+		t.Errorf("alice's selection of every pod is not remembered as reading the shared build after mallory's " +
+			"selections: each of her lists walks its selection again")
+	}
+	if mallory > maxAliasBytesPerUser {
+		t.Errorf("mallory's selections take %d bytes of the aliases, want at most %d", mallory, maxAliasBytesPerUser)
+	}
+}
