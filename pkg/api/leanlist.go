@@ -116,9 +116,17 @@ func (l *leanList[P]) CacheEncode(id runtime.Identifier, encode func(runtime.Obj
 	return err
 }
 
-// encode makes the encoding for id, unless a request it waited for made it.
+// encode makes the encoding for id, unless a request it waited for made it. The request takes room for the items
+// before the lock, waiting for it if need be: waiting under the lock, a user whose share of the budget is held by
+// stalled readers kept every other request making another format of the build waiting behind it. The room is the
+// request's, given back once its answer is written, even when another request made the encoding meanwhile.
 func (l *leanList[P]) encode(id runtime.Identifier, encode func(runtime.Object, io.Writer) error) ([]byte, error) {
 	c, ctx := l.core, l.context()
+	if !l.room {
+		if err := c.b.res.answers.take(ctx, answerBytes(c.b.entries), true); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.b.res.limit.lock(ctx, &c.making); err != nil {
 		return nil, err
 	}
@@ -126,7 +134,7 @@ func (l *leanList[P]) encode(id runtime.Identifier, encode func(runtime.Object, 
 	if data := c.encoded(id); data != nil {
 		return data, nil
 	}
-	obj, err := c.objects(ctx, l.room)
+	obj, err := c.objects(ctx, true)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -181,5 +182,92 @@ func TestFullListItemsMadeOnce(t *testing.T) {
 	}
 	if n := k.items.Load(); n != pods {
 		t.Errorf("5 JSON lists of all %d pods of one build made %d items, want %d", pods, n, pods)
+	}
+}
+
+// TestLeanEncodingWaitsForRoomOutsideTheLock (review MEDIUM): a request encoding a kept list in a format not yet
+// made waited for room in the answer budget while it held the build's lock of encodings, up to the build wait (5 s).
+// Alice, her share of --answer-bytes held by her stalled answers, asks the list in a second format; Bob, asking it
+// in a third within 2 s, waited behind her and failed. Now a request takes its room before the lock: Bob is answered.
+func TestLeanEncodingWaitsForRoomOutsideTheLock(t *testing.T) {
+	const pods = 3000
+	entries, items, jsonBytes := leanSizes(t, pods)
+	es := make([]entry[storage.PodPoint], pods)
+	for i := range es {
+		es[i].point = storage.PodPoint{Names: []string{"c"}}
+	}
+	answer := answerBytes(es)
+	c := podCluster(t, pods)
+	s := newMetricsREST[storage.PodPoint](c.store, podKind{pods: cache.NewGenericLister(c.pods, podResource)},
+		newReaders(Deps{ReaderCacheBytes: (entries + jsonBytes + items) / 2, AnswerBytes: 4 * answer}))
+	info, _ := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
+	enc := codecs.EncoderForVersion(info.Serializer, v1beta1.SchemeGroupVersion)
+	bounded, cancel := context.WithTimeout(context.Background(), time.Minute) // bounds every wait below
+	defer cancel()
+	list := func(ctx context.Context, name string, i int) (runtime.CacheableObject, *answerHold) {
+		t.Helper()
+		rctx, hold := withAnswerHold(genericapirequest.WithNamespace(genericapirequest.WithUser(ctx,
+			&user.DefaultInfo{Name: name}), ""))
+		sel, err := labels.Parse(fmt.Sprintf("x!=v%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj, err := s.List(rctx, &metainternalversion.ListOptions{LabelSelector: sel})
+		if err != nil {
+			t.Fatalf("%s's list: %v", name, err)
+		}
+		return obj.(runtime.CacheableObject), hold
+	}
+	encode := func(obj runtime.CacheableObject, id string) ([]byte, error) {
+		var buf bytes.Buffer
+		err := obj.CacheEncode(runtime.Identifier(id), enc.Encode, &buf)
+		return buf.Bytes(), err
+	}
+
+	first, hold := list(bounded, "alice", 0)
+	want, err := encode(first, "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold.release()
+	stalled, stalledHold := held("alice") // alice's stalled readers hold her share
+	defer stalledHold.release()
+	if err := s.answers.take(stalled, 4*answer/answerUserParts, true); err != nil {
+		t.Fatal(err)
+	}
+
+	aliceCtx, aliceCancel := context.WithCancel(bounded)
+	defer aliceCancel()
+	alices, aliceHold := list(aliceCtx, "alice", 1)
+	defer aliceHold.release()
+	aliceDone := make(chan error, 1)
+	go func() {
+		_, err := encode(alices, "second")
+		aliceDone <- err
+	}()
+	for waiting := 0; waiting == 0; {
+		select {
+		case err := <-aliceDone:
+			t.Fatalf("alice's second format, her share held: %v, want a wait for room", err)
+		case <-bounded.Done():
+			t.Fatal("alice never waited for room")
+		case <-time.After(time.Millisecond):
+		}
+		s.answers.mu.Lock()
+		waiting = s.answers.waiting["alice"]
+		s.answers.mu.Unlock()
+	}
+
+	bobCtx, bobCancel := context.WithTimeout(bounded, 2*time.Second)
+	defer bobCancel()
+	bobs, bobHold := list(bobCtx, "bob", 2)
+	defer bobHold.release()
+	if got, err := encode(bobs, "third"); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("bob's third format while alice waits for room: %d bytes, %v; want the list's %d bytes", len(got),
+			err, len(want))
+	}
+	aliceCancel()
+	if err := <-aliceDone; err == nil {
+		t.Error("alice's second format, her share held and her request gone: answered, want an error")
 	}
 }
