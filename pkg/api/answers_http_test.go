@@ -25,14 +25,7 @@ const podsPath = "/apis/metrics.k8s.io/v1beta1/pods"
 // budget answerBytes and, when not 0, the request timeout.
 func answerServer(t *testing.T, n int, answerBytes int64, requestTimeout time.Duration) *testServer {
 	t.Helper()
-	c := newCluster(t)
-	cpu := map[string]float64{}
-	for i := range n {
-		name := fmt.Sprintf("p%04d", i)
-		c.addPod("ns-a", name)
-		cpu["ns-a/"+name] = 0.1
-	}
-	c.cycle(nil, cpu)
+	c := podCluster(t, n)
 	ts := newTestServer(t, c.store, time.Unix(0, c.clock.Load()))
 	ts.serve(t, Deps{Snapshots: c.store, Nodes: corelisters.NewNodeLister(c.nodes),
 		Pods: cache.NewGenericLister(c.pods, podResource), ReaderCacheBytes: 1 << 20, AnswerBytes: answerBytes,
