@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metricsv1 "k8s.io/metrics/pkg/apis/metrics/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -76,4 +77,38 @@ func (m *MetricsAPI) ServeReplicas(ctx context.Context, service string, replicas
 		return err
 	}
 	return m.WaitAvailable(ctx, nil, timeout)
+}
+
+// PodPager is what PagePods lists through: a client-go PodMetricsInterface of v1.
+type PodPager interface {
+	List(ctx context.Context, opts metav1.ListOptions) (*metricsv1.PodMetricsList, error)
+}
+
+// PagePods lists every pod's metrics by pages of limit, each page continuing the one before, and returns the pods
+// in the order listed ("namespace/name"), the pages it took, and how many of them another replica answered than the
+// page before (RunOf). It fails after maxPages pages: a continue token that never ends.
+func PagePods(ctx context.Context, pods PodPager, limit int64, maxPages int) (names []string, pages, crossed int, err error) {
+	opts := metav1.ListOptions{Limit: limit}
+	run := ""
+	for {
+		l, err := pods.List(ctx, opts)
+		if err != nil {
+			return names, pages, crossed, fmt.Errorf("page %d: %w", pages, err)
+		}
+		pages++
+		for _, p := range l.Items {
+			names = append(names, p.Namespace+"/"+p.Name)
+		}
+		if r := RunOf(l.ResourceVersion); run != "" && r != run {
+			crossed++
+		}
+		run = RunOf(l.ResourceVersion)
+		if l.Continue == "" {
+			return names, pages, crossed, nil
+		}
+		if pages > maxPages {
+			return names, pages, crossed, fmt.Errorf("more than %d pages", maxPages)
+		}
+		opts.Continue = l.Continue
+	}
 }

@@ -31,28 +31,11 @@ func pagedListAcrossReplicas(t *testing.T) {
 	pods := env.metrics.MetricsV1().PodMetricses("")
 	crossed, pages := 0, 0
 	for try := range pagedLists {
-		var got []string
-		opts := metav1.ListOptions{Limit: 1}
-		run := ""
-		for page := 0; ; page++ {
-			l, err := pods.List(ctx, opts)
-			if err != nil {
-				t.Fatalf("list %d, page %d: %v", try, page, err)
-			}
-			pages++
-			got = append(got, podNames(l)...)
-			if r := framework.RunOf(l.ResourceVersion); run != "" && r != run {
-				crossed++
-			}
-			run = framework.RunOf(l.ResourceVersion)
-			if l.Continue == "" {
-				break
-			}
-			if page > 2*len(want) {
-				t.Fatalf("list %d: more than %d pages", try, page)
-			}
-			opts.Continue = l.Continue
+		got, n, c, err := framework.PagePods(ctx, pods, 1, 2*len(want)+1)
+		if err != nil {
+			t.Fatalf("list %d: %v", try, err)
 		}
+		pages, crossed = pages+n, crossed+c
 		if !slices.Equal(got, want) {
 			t.Errorf("list %d: the pages gave %v, want every pod once: %v", try, got, want)
 		}

@@ -75,29 +75,11 @@ func TestPagedListAcrossReplicas(t *testing.T) {
 	pods := env.metrics.MetricsV1().PodMetricses("")
 	crossed := 0
 	for try := range 20 {
-		var got []string
-		opts := metav1.ListOptions{Limit: 3}
-		run := ""
-		for page := 0; ; page++ {
-			l, err := pods.List(ctx, opts)
-			if err != nil {
-				t.Fatalf("try %d, page %d: %v", try, page, err)
-			}
-			for _, p := range l.Items {
-				got = append(got, p.Namespace+"/"+p.Name)
-			}
-			if r := framework.RunOf(l.ResourceVersion); run != "" && r != run {
-				crossed++
-			}
-			run = framework.RunOf(l.ResourceVersion)
-			if l.Continue == "" {
-				break
-			}
-			if page > 2*len(want) {
-				t.Fatalf("try %d: more than %d pages", try, page)
-			}
-			opts.Continue = l.Continue
+		got, _, c, err := framework.PagePods(ctx, pods, 3, 2*len(want)+1)
+		if err != nil {
+			t.Fatalf("try %d: %v", try, err)
 		}
+		crossed += c
 		if !slices.Equal(got, want) {
 			t.Errorf("try %d: the pages gave %d pods %v, want every pod once (%d)", try, len(got), got, len(want))
 		}
