@@ -31,6 +31,8 @@ type soakResult struct {
 	sampleErrors       int
 	profileStart       string
 	profileEnd         string
+	profileCPU         string // a CPU profile from the middle of the window
+	profileCPUErr      error
 	warmup, duration   time.Duration
 }
 
@@ -76,6 +78,7 @@ func (e *benchEnv) runSoak(ctx context.Context, t target, b *framework.Backend, 
 		wg.Go(func() { tr.run(ctx, until) })
 	}
 	wg.Go(func() { r.samples, r.sampleErrors = sampleMemory(ctx, b, direct, start, until) })
+	wg.Go(func() { r.profileCPU, r.profileCPUErr = e.soakCPUProfile(ctx, t, b, direct, start, until) })
 	e.checkEvery(ctx, start, until, r)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
@@ -181,6 +184,29 @@ func (e *benchEnv) soakProfile(ctx context.Context, t target, b *framework.Backe
 	}
 	file := filepath.Join(e.opts.soakProfiles, strings.ReplaceAll(t.name, " ", "-")+"-"+when+".heap")
 	return file, saveProfile(ctx, hc, b.URL()+"/debug/pprof/heap", file)
+}
+
+// soakCPUProfile saves a CPU profile of our server into -soak-heap-profiles, when asked: 60 s (less in a short
+// window) centred in the window after warm-up, where the churn and the HPA fleet are steady. The profiler's own
+// cost counts in the window's CPU.
+func (e *benchEnv) soakCPUProfile(ctx context.Context, t target, b *framework.Backend, hc *http.Client, start, until time.Time) (string, error) {
+	if e.opts.soakProfiles == "" || !t.profiles {
+		return "", nil
+	}
+	d := min(time.Minute, until.Sub(start)/4)
+	warm := min(e.opts.soakWarmup, until.Sub(start)/2)
+	at := start.Add(warm + (until.Sub(start)-warm-d)/2)
+	select {
+	case <-ctx.Done():
+		return "", ctx.Err()
+	case <-time.After(time.Until(at)):
+	}
+	if err := os.MkdirAll(e.opts.soakProfiles, 0o755); err != nil {
+		return "", err
+	}
+	url, _ := cpuProfileURL(b.URL(), d)
+	file := filepath.Join(e.opts.soakProfiles, strings.ReplaceAll(t.name, " ", "-")+"-mid.cpu")
+	return file, saveProfile(ctx, hc, url, file)
 }
 
 // readProcs reads the CPU time of each named process.

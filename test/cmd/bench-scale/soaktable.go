@@ -102,6 +102,12 @@ func (r *result) printSoak(t table) {
 		if x.profileStart != "" {
 			fmt.Fprintf(t.tw, "  %s: heap profiles %s and %s\n", tr.name, x.profileStart, x.profileEnd)
 		}
+		switch {
+		case x.profileCPUErr != nil:
+			fmt.Fprintf(t.tw, "  %s: no CPU profile: %v\n", tr.name, x.profileCPUErr)
+		case x.profileCPU != "":
+			fmt.Fprintf(t.tw, "  %s: CPU profile from the middle of the window %s\n", tr.name, x.profileCPU)
+		}
 		others := make([]string, 0, len(x.others))
 		for name, v := range x.others {
 			others = append(others, fmt.Sprintf("%s %.2f", name, v))
