@@ -121,6 +121,13 @@ func runAttack(ctx context.Context, o options, t target, b *framework.Backend, c
 		profiled = make(chan error, 1)
 		go func() { profiled <- saveProfile(pctx, direct, url, fmt.Sprintf("%s.attack-%d", o.cpuProfile, users)) }()
 	}
+	var midway chan error
+	if t.profiles && o.heapProfile != "" {
+		// Halfway through, what the server holds while it is attacked (the heap: answers in flight, not only what is
+		// kept) and where its requests wait (every goroutine's stack, counted by stack).
+		midway = make(chan error, 1)
+		go func() { midway <- attackMidway(actx, b, direct, fmt.Sprintf("%s.attack-%d", o.heapProfile, users)) }()
+	}
 	var budget atomic.Int64
 	budget.Store(int64(o.attackMaxRequests))
 	tallies := make([]*attackTally, users)
@@ -136,6 +143,11 @@ func runAttack(ctx context.Context, o options, t target, b *framework.Backend, c
 		}
 	}
 	fleet.Wait()
+	if midway != nil {
+		if err := <-midway; err != nil {
+			return nil, err
+		}
+	}
 	if profiled != nil {
 		if err := <-profiled; err != nil {
 			return nil, err
@@ -231,4 +243,19 @@ func sampleKept(ctx context.Context, hc *http.Client, base string) *keptSampler 
 		return float64(s.max.Load())
 	}
 	return s
+}
+
+// attackMidway saves, halfway through the attack (ctx's deadline), the server's heap into prefix.mid and its
+// goroutines, counted by stack, into prefix.goroutines.
+func attackMidway(ctx context.Context, b *framework.Backend, hc *http.Client, prefix string) error {
+	if dl, ok := ctx.Deadline(); ok {
+		pause(ctx, time.Until(dl)/2)
+	}
+	if ctx.Err() != nil {
+		return nil // the attack ended early: nothing to see halfway
+	}
+	if err := saveProfile(ctx, hc, b.URL()+"/debug/pprof/heap", prefix+".mid"); err != nil {
+		return err
+	}
+	return saveProfile(ctx, hc, b.URL()+"/debug/pprof/goroutine?debug=1", prefix+".goroutines")
 }
