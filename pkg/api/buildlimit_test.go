@@ -39,7 +39,7 @@ func indexedPodStorage(t *testing.T) *podREST {
 }
 
 // TestSmallSelectionsNeedNoSlot: with every build slot held by big builds, a selection of a few pods (an HPA's)
-// is answered, and so is a small namespace; large selections still wait for a slot (here: 429 at once).
+// is answered, in its namespace or in all, and so is a small namespace; large selections still wait for a slot (here: 429 at once).
 func TestSmallSelectionsNeedNoSlot(t *testing.T) {
 	s := indexedPodStorage(t)
 	release, err := s.limit.acquire(asUser("attacker"))
@@ -56,7 +56,8 @@ func TestSmallSelectionsNeedNoSlot(t *testing.T) {
 		{"ns-b", "", 10},
 		{"ns-a", "", -1},
 		{"ns-a", "app!=app-1", -1},             // walks the namespace
-		{metav1.NamespaceAll, "app=app-1", -1}, // walks every pod
+		{metav1.NamespaceAll, "app=app-1", 15}, // every namespace's set
+		{metav1.NamespaceAll, "", -1},          // walks every pod
 	}
 	for _, tt := range tests {
 		ctx := genericapirequest.WithNamespace(asUser("hpa"), tt.namespace)

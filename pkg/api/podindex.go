@@ -23,13 +23,17 @@ const PodLabelIndex = "namespace/label"
 // it selects). It keeps how many pods each set holds, counted from the informer's events, so it knows which set is
 // smallest, and how large a selection is at most, before listing. It is a PodLister itself: cmd serves it as Deps.Pods.
 //
-// Selections of every namespace, and selections with only !=, notin, exists or !exists requirements, still walk
-// (the namespace, or every pod): a cluster-wide index would cost memory for every pod, and a negative requirement
-// narrows nothing.
+// A selection of every namespace (`kubectl top pods -A -l app=web`) reads the set of each namespace the informer
+// holds, which costs a lookup a namespace where walking cost a match a pod; a cluster-wide index would cost memory
+// for every pod. Selections with only !=, notin, exists or !exists requirements still walk (the namespace, or every
+// pod): a negative requirement narrows nothing.
 type PodIndex struct {
 	cache.GenericLister
 	indexer cache.Indexer
 	synced  cache.InformerSynced
+	// byNamespace says the informer indexes its pods by namespace (cache.NamespaceIndex, as informers made by
+	// client-go's factories do), which names the namespaces a selection of every namespace reads.
+	byNamespace bool
 
 	mu     sync.RWMutex
 	seed   maphash.Seed
@@ -52,6 +56,7 @@ func NewPodIndex(informer podInformer) (*PodIndex, error) {
 	ix := &PodIndex{
 		GenericLister: cache.NewGenericLister(informer.GetIndexer(), schema.GroupResource{Resource: "pods"}),
 		indexer:       informer.GetIndexer(),
+		byNamespace:   informer.GetIndexer().GetIndexers()[cache.NamespaceIndex] != nil,
 		seed:          maphash.MakeSeed(),
 		counts:        map[uint64]int{},
 	}
@@ -136,72 +141,95 @@ func (ix *PodIndex) add(set uint64, d int) {
 	}
 }
 
-// smallest returns the index values of sel's smallest indexed set in namespace (several for `in`: disjoint, as a
-// pod has one value per key) and how many pods it holds; ok is false when the index cannot narrow sel.
-func (ix *PodIndex) smallest(namespace string, sel labels.Selector) (values []string, n int, ok bool) {
-	if namespace == metav1.NamespaceAll || sel == nil {
-		return nil, 0, false
+// narrowing returns the namespaces a selection of namespace reads the sets of (every namespace the informer holds,
+// for ""), and sel's requirements; ok is false when the index cannot narrow sel.
+func (ix *PodIndex) narrowing(namespace string, sel labels.Selector) (namespaces []string, reqs labels.Requirements, ok bool) {
+	if sel == nil || (namespace == metav1.NamespaceAll && !ix.byNamespace) {
+		return nil, nil, false
 	}
-	reqs, selectable := sel.Requirements()
-	if !selectable {
-		return nil, 0, false
+	if reqs, ok = sel.Requirements(); !ok {
+		return nil, nil, false
 	}
+	if namespace != metav1.NamespaceAll {
+		return []string{namespace}, reqs, true
+	}
+	// The indexer's namespaces, not the counts': a pod's first event reaches the counts after the indexer, and the
+	// sets are read whatever the counts say.
+	return ix.indexer.ListIndexFuncValues(cache.NamespaceIndex), reqs, true
+}
+
+// smallest returns which of reqs has the smallest indexed sets in namespaces (-1 when none is an equality or `in`),
+// and how many pods they hold: for `in`, one set a value, all disjoint (a pod has one value per key), as are the
+// sets of different namespaces.
+func (ix *PodIndex) smallest(namespaces []string, reqs labels.Requirements) (best, n int) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	for _, r := range reqs {
+	best = -1
+	for i, r := range reqs {
 		switch r.Operator() {
 		case selection.Equals, selection.DoubleEquals, selection.In:
 		default:
 			continue
 		}
-		var vs []string
 		size := 0
-		for v := range r.Values() {
-			vs, size = append(vs, labelValue(namespace, r.Key(), v)), size+ix.counts[ix.setHash(namespace, r.Key(), v)]
+		for _, ns := range namespaces {
+			for v := range r.Values() {
+				size += ix.counts[ix.setHash(ns, r.Key(), v)]
+			}
 		}
-		if !ok || size < n {
-			values, n, ok = vs, size, true
+		if best < 0 || size < n {
+			best, n = i, size
 		}
 	}
-	return values, n, ok
+	return best, n
 }
 
-// selectIn lists the pods of namespace that sel selects from its smallest indexed set; ok is false when the index
-// cannot narrow sel, and the caller walks. The counts only choose the set: the indexer's sets are read whatever
-// they say, so counts that lag the informer's cache by a few events cost time, never a pod.
+// selectIn lists the pods of namespace ("" for all) that sel selects from its smallest indexed sets; ok is false
+// when the index cannot narrow sel, and the caller walks. The counts only choose the requirement: its sets are read
+// whatever they say, so counts that lag the informer's cache by a few events cost time, never a pod.
 func (ix *PodIndex) selectIn(namespace string, sel labels.Selector) (objs []any, ok bool, err error) {
-	values, _, ok := ix.smallest(namespace, sel)
+	namespaces, reqs, ok := ix.narrowing(namespace, sel)
 	if !ok {
 		return nil, false, nil
 	}
-	for _, v := range values {
-		set, err := ix.indexer.ByIndex(PodLabelIndex, v)
-		if err != nil {
-			return nil, true, fmt.Errorf("reading the pod label index: %w", err)
-		}
-		for _, obj := range set {
-			if m, err := meta.Accessor(obj); err == nil && sel.Matches(labels.Set(m.GetLabels())) {
-				objs = append(objs, obj)
+	best, _ := ix.smallest(namespaces, reqs)
+	if best < 0 {
+		return nil, false, nil
+	}
+	r := reqs[best]
+	for _, ns := range namespaces {
+		for v := range r.Values() {
+			set, err := ix.indexer.ByIndex(PodLabelIndex, labelValue(ns, r.Key(), v))
+			if err != nil {
+				return nil, true, fmt.Errorf("reading the pod label index: %w", err)
+			}
+			for _, obj := range set {
+				if m, err := meta.Accessor(obj); err == nil && sel.Matches(labels.Set(m.GetLabels())) {
+					objs = append(objs, obj)
+				}
 			}
 		}
 	}
 	return objs, true, nil
 }
 
-// upTo returns at most how many pods sel selects in namespace ("" for all): its smallest indexed set, else its
+// upTo returns at most how many pods sel selects in namespace ("" for all): its smallest indexed sets, else its
 // namespace, else every pod; known is false until the counts have seen the informer's initial list.
 func (ix *PodIndex) upTo(namespace string, sel labels.Selector) (n int, known bool) {
 	if ix.synced == nil || !ix.synced() {
 		return 0, false
 	}
-	_, n, narrowed := ix.smallest(namespace, sel)
+	best := -1
+	if namespaces, reqs, ok := ix.narrowing(namespace, sel); ok {
+		best, n = ix.smallest(namespaces, reqs)
+	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	bound := ix.total
 	if namespace != metav1.NamespaceAll {
 		bound = ix.counts[ix.namespaceHash(namespace)]
 	}
-	if !narrowed || bound < n {
+	if best < 0 || bound < n {
 		n = bound
 	}
 	return n, true

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/metrics/pkg/apis/metrics"
 
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
@@ -38,19 +37,25 @@ func BenchmarkHPASelection(b *testing.B) {
 		m.pods[ns+"/"+name] = podPoint(storage.ContainerPoint{Name: "app", Usage: storageUsage(123_456_789, 100<<20)})
 	})
 	plain, ix, indexBytes := labelIndexKeeps(b, pods)
-	ctx := genericapirequest.WithNamespace(context.Background(), "ns-3")
 	sel, err := labels.Parse(fmt.Sprintf("app=app-42,pod-template-hash=%x,tier=backend", 42*7919))
 	if err != nil {
 		b.Fatal(err)
 	}
 	for _, bench := range []struct {
-		name   string
-		lister PodLister
+		name      string
+		lister    PodLister
+		namespace string
+		want      int
 	}{
-		{"walk", cache.NewGenericLister(plain, podResource)},
-		{"index", ix},
+		{"walk", cache.NewGenericLister(plain, podResource), "ns-3", 15},
+		{"index", ix, "ns-3", 15},
+		// The same selection in every namespace (`kubectl top pods -A -l ...`): its workload's namesakes in the 10
+		// namespaces, 150 pods of 30,000.
+		{"all-namespaces/walk", cache.NewGenericLister(plain, podResource), metav1.NamespaceAll, 150},
+		{"all-namespaces/index", ix, metav1.NamespaceAll, 150},
 	} {
 		s := podRESTOf(m, bench.lister)
+		ctx := genericapirequest.WithNamespace(context.Background(), bench.namespace)
 		b.Run(bench.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
@@ -58,8 +63,8 @@ func BenchmarkHPASelection(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if l, ok := unshared(obj).(*metrics.PodMetricsList); !ok || len(l.Items) != 15 {
-					b.Fatalf("listed %T, want 15 pods", obj)
+				if n, _ := listed(b, unshared(obj)); n != bench.want {
+					b.Fatalf("listed %d pods, want %d", n, bench.want)
 				}
 			}
 			b.ReportMetric(float64(indexBytes), "index-bytes")
@@ -67,8 +72,8 @@ func BenchmarkHPASelection(b *testing.B) {
 		b.Run(bench.name+"/select", func(b *testing.B) { // the pods alone, without the list built of them
 			b.ReportAllocs()
 			for b.Loop() {
-				if objs, err := (podKind{pods: bench.lister}).objects("ns-3", sel); err != nil || len(objs) != 15 {
-					b.Fatalf("selected %d pods (%v), want 15", len(objs), err)
+				if objs, err := (podKind{pods: bench.lister}).objects(bench.namespace, sel); err != nil || len(objs) != bench.want {
+					b.Fatalf("selected %d pods (%v), want %d", len(objs), err, bench.want)
 				}
 			}
 		})

@@ -79,7 +79,8 @@ func keysOf(t *testing.T, k podKind, namespace string, sel labels.Selector) []st
 
 // TestPodIndexSelectsAsTheWalk: for every shape of label selection, in a namespace and in all, the label index
 // selects exactly the pods that walking them selects, also after pods are relabeled, moved between values and
-// deleted; and a selection with an equality or `in` requirement in a namespace reads only its smallest set.
+// deleted; and a selection with an equality or `in` requirement reads only its smallest sets, in a namespace and
+// in every namespace (where it walked every pod before).
 func TestPodIndexSelectsAsTheWalk(t *testing.T) {
 	labelsOf := func(i int) map[string]string {
 		l := map[string]string{"app": []string{"web", "db", "cache"}[i%3], "tier": []string{"front", "back"}[i%2]}
@@ -103,7 +104,7 @@ func TestPodIndexSelectsAsTheWalk(t *testing.T) {
 	indexed, walked := podKind{pods: ix}, podKind{pods: cache.NewGenericLister(inf.indexer, podResource)}
 	tests := []struct {
 		selector string
-		narrows  bool // in a namespace: the index reads its smallest set
+		narrows  bool // the index reads its smallest sets
 	}{
 		{"", false},
 		{"app=web", true},
@@ -138,8 +139,8 @@ func TestPodIndexSelectsAsTheWalk(t *testing.T) {
 				t.Errorf("%q in %q: the index selects %d pods %v, the walk %d %v", tt.selector, ns, len(got), got, len(want), want)
 			}
 			_, narrowed, _ := ix.selectIn(ns, sel)
-			if narrows := tt.narrows && ns != metav1.NamespaceAll; narrowed != narrows {
-				t.Errorf("%q in %q: read from the index %v, want %v", tt.selector, ns, narrowed, narrows)
+			if narrowed != tt.narrows {
+				t.Errorf("%q in %q: read from the index %v, want %v", tt.selector, ns, narrowed, tt.narrows)
 			}
 			if n, known := ix.upTo(ns, sel); !known || n < len(want) {
 				t.Errorf("%q in %q: at most %d (known %v), but %d selected", tt.selector, ns, n, known, len(want))
@@ -169,7 +170,12 @@ func TestPodIndexSizes(t *testing.T) {
 		{"ns-a", "app=none", 0},
 		{"ns-b", "", 1},
 		{"ns-c", "app=app-1", 0},
-		{"", "app=app-1", 600},
+		{"", "app=app-1", 15},
+		{"", "app=app-0", 15},
+		{"", "app in (app-1,app-2)", 30},
+		{"", "tier=front,app=app-0", 15},
+		{"", "app!=app-1", 600},
+		{"", "", 600},
 	}
 	for _, tt := range tests {
 		if n, known := ix.upTo(tt.namespace, labels.SelectorFromSet(nil)); !known || n < 0 {
@@ -207,5 +213,31 @@ func TestPodIndexCountsKeepNoText(t *testing.T) {
 	}
 	if n, _ := ix.upTo("ns-a", labels.SelectorFromSet(labels.Set{"app": "app-7"})); n != 15 {
 		t.Errorf("app=app-7: at most %d, want 15", n)
+	}
+}
+
+// TestPodIndexWithoutNamespaceIndexWalksEveryNamespace: an informer that does not index its pods by namespace
+// cannot name the namespaces a selection of all of them reads, so such a selection walks, and selects as the walk.
+func TestPodIndexWithoutNamespaceIndexWalksEveryNamespace(t *testing.T) {
+	inf := &fakePodInformer{indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}), synced: true}
+	ix, err := NewPodIndex(inf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ns := range []string{"ns-a", "ns-b", "ns-a"} {
+		inf.add(podMeta(ns, fmt.Sprintf("p%d", i), map[string]string{"app": "web"}))
+	}
+	sel := labels.SelectorFromSet(labels.Set{"app": "web"})
+	if _, narrowed, _ := ix.selectIn(metav1.NamespaceAll, sel); narrowed {
+		t.Error("read every namespace from the index without knowing the namespaces")
+	}
+	if got := keysOf(t, podKind{pods: ix}, metav1.NamespaceAll, sel); len(got) != 3 {
+		t.Errorf("selected %v, want the 3 pods", got)
+	}
+	if n, _ := ix.upTo(metav1.NamespaceAll, sel); n != 3 {
+		t.Errorf("at most %d, want every pod (3)", n)
+	}
+	if got := keysOf(t, podKind{pods: ix}, "ns-a", sel); len(got) != 2 {
+		t.Errorf("ns-a: selected %v, want 2 pods", got)
 	}
 }
