@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"sync"
@@ -15,9 +14,10 @@ import (
 // several times their JSON (BENCHMARKS.md, issue 26 finding 1 (c)): keeping them made a 30,000-pod list too large
 // for the default keeper budget, so every list of all pods built again. The items are made again from the entries
 // only for a request that needs them (an encoding not yet made, a table, GetObject), within that request's answer
-// budget, and let go of after; a request the apiserver converts (a table, metadata only) gets its own (fullList).
-// The build's readers share one listCore; each request gets a leanList of its own carrying its context (for the
-// answer budget and build slots), except calls from outside the handler, which share one.
+// budget, and let go of after (a JSON encoding makes them a chunk at a time: listchunks.go); a request the
+// apiserver converts (a table, metadata only) gets its own (fullList). The build's readers share one listCore; each
+// request gets a leanList of its own carrying its context (for the answer budget and build slots), except calls
+// from outside the handler, which share one.
 type leanList[P any] struct {
 	core *listCore[P]
 	ctx  context.Context // the request's; nil for the shared one
@@ -135,16 +135,15 @@ func (l *leanList[P]) encode(id runtime.Identifier, encode func(runtime.Object, 
 	if data := c.encoded(id); data != nil {
 		return data, nil
 	}
-	obj, err := c.objects(ctx, true)
+	release, err := c.b.res.limit.take(ctx, len(c.b.entries))
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	if err := encode(obj, &buf); err != nil {
+	data, err := encodeList(c.b.res.kind, c.b.entries, c.b.rv, c.b.created, encode)
+	release()
+	if err != nil {
 		return nil, err
 	}
-	// An exact-size copy: the buffer grew by doubling, and the bytes are kept as long as the build.
-	data := bytes.Clone(buf.Bytes())
 	c.mu.Lock()
 	c.byID = append(c.byID, encodedList{id: id, data: data})
 	charge := c.charge
