@@ -88,7 +88,7 @@ func (v *view) Node(name string) (NodePoint, bool) {
 
 // Pod implements Snapshot.
 func (v *view) Pod(namespace, name string) (PodPoint, bool) {
-	i, ok := v.index[podKey{namespace, name}]
+	i, ok := v.index.get(podKey{namespace, name})
 	if !ok {
 		return PodPoint{}, false
 	}
@@ -121,7 +121,7 @@ func (v *view) Each(node func(name string), pod func(namespace, name string)) {
 		}
 	}
 	if pod != nil {
-		for k, i := range v.index {
+		for k, i := range v.index.all() {
 			if e, _, ok := v.pods.entry(i); ok && e.n > 0 {
 				pod(k.namespace, k.name)
 			}

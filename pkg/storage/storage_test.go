@@ -346,15 +346,15 @@ func TestDeletedObjectsArePruned(t *testing.T) {
 	if _, ok := f.Pod("ns", "p"); !ok {
 		t.Error("live pod lost when another was deleted")
 	}
-	if len(f.nodes) != 0 || len(f.slots.index) != 1 {
-		t.Errorf("storage keeps %d nodes, %d pods; want 0, 1", len(f.nodes), len(f.slots.index))
+	if len(f.nodes) != 0 || f.slots.index.len() != 1 {
+		t.Errorf("storage keeps %d nodes, %d pods; want 0, 1", len(f.nodes), f.slots.index.len())
 	}
 	// A kubelet goes on reporting a terminating pod for a while: that must not bring it back, nor keep a pod that
 	// was never Running.
 	f.scrape(30*time.Second, nil, append(batch(30*time.Second), ctr("pending", "app", 30*time.Second, -time.Hour, 1, 1e6)))
 	f.scrape(45*time.Second, nil, append(batch(45*time.Second), ctr("pending", "app", 45*time.Second, -time.Hour, 2, 1e6)))
-	if _, ok := f.Pod("ns", "q"); ok || len(f.slots.index) != 1 {
-		t.Errorf("a deleted pod came back when its kubelet reported it again: storage keeps %d pods", len(f.slots.index))
+	if _, ok := f.Pod("ns", "q"); ok || f.slots.index.len() != 1 {
+		t.Errorf("a deleted pod came back when its kubelet reported it again: storage keeps %d pods", f.slots.index.len())
 	}
 	if p, ok := f.Pod("ns", "p"); !ok || !p.Timestamp.Equal(t0.Add(45*time.Second)) {
 		t.Errorf("live pod = %+v, %v after the deletion", p, ok)
