@@ -73,7 +73,7 @@ func (c *churn) step(b *testing.B) {
 }
 
 // BenchmarkPodChurn publishes snapshots while pods are replaced (churn), storage keeping its retained views. B/op and
-// allocs/op are one publication's, with the changes before it; held-B is the heap the pod indexes of the views
+// allocs/op are one publication's, with the changes before it; held-B is the heap the slot indexes of the views
 // storage keeps (the RetainedViews newest and the newest commit) hold beyond the one storage itself keeps, its mean
 // and its largest (held-max-B) over samples every 100 publications.
 func BenchmarkPodChurn(b *testing.B) {
@@ -100,7 +100,7 @@ func BenchmarkPodChurn(b *testing.B) {
 	b.ReportMetric(float64(slices.Max(held)), "held-max-B")
 }
 
-// held returns the heap the pod indexes of the views storage keeps hold beyond storage's own: the heap with them,
+// held returns the heap the slot indexes of the views storage keeps hold beyond storage's own: the heap with them,
 // less the heap once every kept view shares storage's, which leaves them so (only the benchmark reads them).
 func (c *churn) held() int64 {
 	s := c.s

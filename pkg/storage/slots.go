@@ -3,21 +3,21 @@ package storage
 // slots numbers the pods of storage so that a view can keep its pod entries in one pointer-free slice, indexed by
 // slot: per view that is 32 bytes a pod and nothing for the garbage collector to scan, where a map of entries cost
 // many times that and was scanned at every collection. The index from pod to slot is storage's only map of its
-// pods, since a second one costs memory for every pod; views share it as podIndex says: all of it while no pod
+// pods, since a second one costs memory for every pod; views share it as slotIndex says: all of it while no pod
 // comes or goes, and all but the changes since its base while pods do.
-// BENCHMARKS.md, "Figures behind the comments" and "The pod index under churn", has what each cost.
+// BENCHMARKS.md, "Figures behind the comments" and "The slot index under churn", has what each cost.
 type slots struct {
 	pods []*pod  // by slot; nil when free
 	free []int32 // free slots, reused before the slice grows
 	// index maps every pod to its slot. Its base is never modified; once a view holds it (shared), own copies its
 	// changes since base before a change.
-	index  podIndex
+	index  slotIndex
 	shared bool
 	// layout counts renumberings: views built before one place pods at other slots.
 	layout uint64
 }
 
-func newSlots() slots { return slots{index: newPodIndex(map[podKey]int32{})} }
+func newSlots() slots { return slots{index: newSlotIndex(map[podKey]int32{})} }
 
 // get returns the pod of key, or nil.
 func (s *slots) get(key podKey) *pod {
@@ -58,8 +58,8 @@ func (s *slots) own() {
 
 // indexOf returns the index for a view to hold, which is then never modified. When more than half the slots are
 // free (a cluster that shrank), it renumbers the pods first so views stay dense; else it folds the index's changes
-// into a new base when they are many (podIndex.full).
-func (s *slots) indexOf() podIndex {
+// into a new base when they are many (slotIndex.full).
+func (s *slots) indexOf() slotIndex {
 	live := len(s.pods) - len(s.free)
 	switch {
 	case len(s.free) > 64 && len(s.free) > live:
@@ -73,7 +73,7 @@ func (s *slots) indexOf() podIndex {
 			s.pods = append(s.pods, p)
 			base[k] = p.slot
 		}
-		s.index = newPodIndex(base)
+		s.index = newSlotIndex(base)
 	case s.index.full():
 		s.index = s.index.folded()
 	}

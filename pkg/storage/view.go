@@ -16,7 +16,7 @@ type view struct {
 	// are a run of names and of usages (runs). usages has no pointers, so the garbage collector does not scan it; a
 	// full layer's names are the previous full layer's when equal (runs.add), so that retained views keep one
 	// copy of the names between them.
-	index      podIndex
+	index      slotIndex
 	pods       *podLayer
 	health     Health
 	layout     uint64 // slots.layout when built: an interim build reuses the entries of a view of the same layout
@@ -165,7 +165,7 @@ func (s *Storage) buildView() *view {
 }
 
 // newView returns a view of the current health, pods numbered as index says, with no entries yet.
-func (s *Storage) newView(index podIndex) *view {
+func (s *Storage) newView(index slotIndex) *view {
 	return &view{
 		index:      index,
 		layout:     s.slots.layout,

@@ -8,7 +8,7 @@ import (
 )
 
 // contents is every pod the index holds and its slot, failing the test if all yields one twice.
-func (x podIndex) contents(t *testing.T) map[podKey]int32 {
+func (x slotIndex) contents(t *testing.T) map[podKey]int32 {
 	t.Helper()
 	out := map[podKey]int32{}
 	for k, i := range x.all() {
@@ -21,7 +21,7 @@ func (x podIndex) contents(t *testing.T) map[podKey]int32 {
 }
 
 // check fails unless x holds exactly want, by all and by get, for every key of want and of also.
-func (x podIndex) check(t *testing.T, what string, want map[podKey]int32, also ...podKey) {
+func (x slotIndex) check(t *testing.T, what string, want map[podKey]int32, also ...podKey) {
 	t.Helper()
 	if got := x.contents(t); !maps.Equal(got, want) {
 		t.Fatalf("%s: all yields %v, want %v", what, got, want)
@@ -42,9 +42,9 @@ func (x podIndex) check(t *testing.T, what string, want map[podKey]int32, also .
 
 func key(name string) podKey { return podKey{"ns", name} }
 
-// TestPodIndexLayers: after pods are added and removed over a base, get and all answer for exactly the pods held,
+// TestSlotIndexLayers: after pods are added and removed over a base, get and all answer for exactly the pods held,
 // the changes kept are only what differs from base, base is left as it was, and folding keeps the same pods.
-func TestPodIndexLayers(t *testing.T) {
+func TestSlotIndexLayers(t *testing.T) {
 	a, b, c, d := key("a"), key("b"), key("c"), key("d")
 	base := map[podKey]int32{a: 0, b: 1, c: 2}
 	const removed = -1 // a change's slot when the pod is removed
@@ -73,7 +73,7 @@ func TestPodIndexLayers(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			x := newPodIndex(maps.Clone(base))
+			x := newSlotIndex(maps.Clone(base))
 			for _, ch := range tc.changes {
 				if ch.slot == removed {
 					x.drop(ch.key)
@@ -100,9 +100,9 @@ func TestPodIndexLayers(t *testing.T) {
 	}
 }
 
-// TestPodIndexFolds checks that slots folds the changes into a new base at a publication once they are more than an
+// TestSlotIndexFolds checks that slots folds the changes into a new base at a publication once they are more than an
 // eighth of base's pods, and not before, so what a publication copies stays a fraction of every pod.
-func TestPodIndexFolds(t *testing.T) {
+func TestSlotIndexFolds(t *testing.T) {
 	s := newSlots()
 	for i := range 1000 {
 		s.add(key(fmt.Sprint(i)), &pod{})
@@ -110,7 +110,7 @@ func TestPodIndexFolds(t *testing.T) {
 	if x := s.indexOf(); len(x.base) != 1000 || len(x.delta) != 0 {
 		t.Fatalf("first publication: base of %d, delta of %d; want 1000 and 0 (folded)", len(x.base), len(x.delta))
 	}
-	changes := func(x podIndex) int { return x.changedInBase() + len(x.delta) }
+	changes := func(x slotIndex) int { return x.changedInBase() + len(x.delta) }
 	// 10 pods replaced between publications: 20 changes each (the slot of a new one is a removed one's).
 	next := 1000
 	for round := 1; round <= 7; round++ {
@@ -133,9 +133,9 @@ func TestPodIndexFolds(t *testing.T) {
 	}
 }
 
-// TestPodIndexRenumbers checks the index slots gives a view once the cluster shrank to less than half its slots: a
+// TestSlotIndexRenumbers checks the index slots gives a view once the cluster shrank to less than half its slots: a
 // new base numbering every pod anew, densely, each slot holding its pod.
-func TestPodIndexRenumbers(t *testing.T) {
+func TestSlotIndexRenumbers(t *testing.T) {
 	s := newSlots()
 	pods := map[podKey]*pod{}
 	for i := range 300 {
