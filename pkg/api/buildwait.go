@@ -61,8 +61,15 @@ func (m *waitLock) token() chan struct{} {
 // Lock locks m, waiting as long as it takes.
 func (m *waitLock) Lock() { m.token() <- struct{}{} }
 
-// Unlock unlocks m, locked by any goroutine.
-func (m *waitLock) Unlock() { <-m.token() }
+// Unlock unlocks m, locked by any goroutine. Unlocking it unlocked panics, as sync.Mutex's does: receiving the
+// token would block the request's goroutine forever instead.
+func (m *waitLock) Unlock() {
+	select {
+	case <-m.token():
+	default:
+		panic("api: unlock of an unlocked waitLock")
+	}
+}
 
 // TryLock locks m when it is free, and reports whether it did.
 func (m *waitLock) TryLock() bool {

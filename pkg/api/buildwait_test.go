@@ -59,3 +59,24 @@ func TestGoneRequestStopsWaitingForTheSharedList(t *testing.T) {
 		t.Errorf("%d requests still counted waiting, want 0", n)
 	}
 }
+
+// TestWaitLockUnlockOfUnlockedPanics (a review's finding): unlocking a waitLock nobody held blocked its goroutine,
+// and the request it served, forever; it panics now, as sync.Mutex's Unlock does.
+func TestWaitLockUnlockOfUnlockedPanics(t *testing.T) {
+	recovered := make(chan any, 1)
+	go func() {
+		defer func() { recovered <- recover() }()
+		var m waitLock
+		m.Lock()
+		m.Unlock()
+		m.Unlock()
+	}()
+	select {
+	case r := <-recovered:
+		if r == nil {
+			t.Error("a second Unlock returned: want a panic")
+		}
+	case <-time.After(10 * time.Second): // a guard against the deadlock, not a timing
+		t.Fatal("a second Unlock blocked its goroutine")
+	}
+}
