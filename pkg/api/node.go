@@ -37,6 +37,9 @@ func (nodeKind) info() kindInfo {
 	}
 }
 
+// essential is sel: nodes have no label index to tell which requirements every node meets.
+func (nodeKind) essential(_ string, sel labels.Selector) labels.Selector { return sel }
+
 func (k nodeKind) objects(_ string, sel labels.Selector) ([]object, error) {
 	if len(k.nodeSelector) > 0 {
 		sel = sel.Add(k.nodeSelector...)

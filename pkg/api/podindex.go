@@ -236,3 +236,57 @@ func (ix *PodIndex) upTo(namespace string, sel labels.Selector) (n int, known bo
 }
 
 var _ PodLister = (*PodIndex)(nil)
+
+// essential returns sel without its != and notin requirements that no pod of namespace ("" for all) can fail, as no
+// pod has the key with a value they exclude, or sel itself when it has none: `x!=v1`, `x!=v2`, ... of a key or
+// value no pod has all select every pod, and share the build of every pod instead of walking them each (DESIGN.md
+// section 3: a list costs what it selects, not how its selector is spelled). The counts rule requirements out at
+// once; one they say no pod fails is confirmed on the indexer's sets, which the counts lag.
+func (ix *PodIndex) essential(namespace string, sel labels.Selector) labels.Selector {
+	if sel == nil || sel.Empty() || (namespace == metav1.NamespaceAll && !ix.byNamespace) {
+		return sel
+	}
+	reqs, ok := sel.Requirements()
+	if !ok {
+		return sel
+	}
+	namespaces, _, _ := ix.narrowing(namespace, sel)
+	var kept labels.Requirements
+	for i, r := range reqs {
+		if (r.Operator() == selection.NotEquals || r.Operator() == selection.NotIn) && ix.noneHas(namespaces, r) {
+			if kept == nil {
+				kept = append(labels.Requirements{}, reqs[:i]...)
+			}
+			continue
+		}
+		if kept != nil {
+			kept = append(kept, r)
+		}
+	}
+	if kept == nil {
+		return sel
+	}
+	return labels.NewSelector().Add(kept...)
+}
+
+// noneHas reports whether no pod of namespaces has r's key with any of r's values.
+func (ix *PodIndex) noneHas(namespaces []string, r labels.Requirement) bool {
+	ix.mu.RLock()
+	for _, ns := range namespaces {
+		for v := range r.Values() {
+			if ix.counts[ix.setHash(ns, r.Key(), v)] > 0 {
+				ix.mu.RUnlock()
+				return false
+			}
+		}
+	}
+	ix.mu.RUnlock()
+	for _, ns := range namespaces {
+		for v := range r.Values() {
+			if set, err := ix.indexer.ByIndex(PodLabelIndex, labelValue(ns, r.Key(), v)); err != nil || len(set) > 0 {
+				return false
+			}
+		}
+	}
+	return true
+}

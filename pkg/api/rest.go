@@ -95,7 +95,9 @@ func (s *metricsREST[P]) List(ctx context.Context, opts *metainternalversion.Lis
 	if err != nil {
 		return nil, err
 	}
-	return s.listAnswer(ctx, latest, opts, s.selection(ctx, sel))
+	which := s.selection(ctx, sel)
+	which.labels = s.kind.essential(which.namespace, which.labels)
+	return s.listAnswer(ctx, latest, opts, which)
 }
 
 // selection is what a build is shared by: the request's namespace and selectors.
