@@ -36,7 +36,7 @@ func TestEssentialRequirements(t *testing.T) {
 		{"app notin (none,web)", "", "app notin (none,web)"},
 		{"app=web,x!=v", "ns-a", "app=web"},
 		{"tier=front,x!=v,y!=w", "", "tier=front"},
-		{"app!=db", "ns-b", ""},   // ns-b has no db pod
+		{"app!=db", "ns-b", ""},    // ns-b has no db pod
 		{"app!=db", "", "app!=db"}, // ns-a has
 		{"app=web", "", "app=web"},
 		{"x", "", "x"},
