@@ -137,16 +137,20 @@ func BenchmarkListPodsRepeated(b *testing.B) {
 }
 
 // storedPods30k is the PodStorage of a 1,000-node x 30-pod x 2-container cluster (30,000 pods, labelled app=<name>)
-// in real storage after one collection, with readerCacheBytes (0: the default), and the JSON encoder kubectl's
-// lists get.
+// in real storage after one collection, its pods read through the label index as cmd serves them, with
+// readerCacheBytes (0: the default), and the JSON encoder kubectl's lists get.
 func storedPods30k(readerCacheBytes int64) (*podREST, runtime.Encoder) {
-	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	inf := newFakePodInformer()
+	ix, err := NewPodIndex(inf)
+	if err != nil {
+		panic(err)
+	}
 	st := storage.New(storage.Options{Source: "prometheus", Resolution: 15 * time.Second, Now: func() time.Time { return sampleTime }})
 	batch := &storage.Batch{CPU: storage.CPURate, Window: time.Minute}
 	for n := 0; n < 1000; n++ {
 		for p := 0; p < 30; p++ {
 			ns, name := fmt.Sprintf("ns-%d", p%10), fmt.Sprintf("app-%d-%d", n, p)
-			_ = indexer.Add(podMeta(ns, name, map[string]string{"app": name}))
+			inf.add(podMeta(ns, name, map[string]string{"app": name}))
 			st.PodBound(ns, name, fmt.Sprintf("node-%d", n))
 			for _, c := range []string{"app", "sidecar"} {
 				batch.Containers = append(batch.Containers, storage.ContainerSample{Namespace: ns, Pod: name, Container: c,
@@ -158,7 +162,7 @@ func storedPods30k(readerCacheBytes int64) (*podREST, runtime.Encoder) {
 	cy.Append(batch)
 	cy.Commit(storage.Outcome{Success: true})
 	info, _ := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
-	s := newPodStorage(st, cache.NewGenericLister(indexer, podResource), newReaders(Deps{ReaderCacheBytes: readerCacheBytes}))
+	s := newPodStorage(st, ix, newReaders(Deps{ReaderCacheBytes: readerCacheBytes}))
 	return s, codecs.EncoderForVersion(info.Serializer, v1beta1.SchemeGroupVersion)
 }
 
