@@ -8,6 +8,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
@@ -20,10 +21,12 @@ import (
 // them when the build was made: a build listed before a later deletion (storage's Removals) is not shared with the
 // requests that come after it, when it lists the deleted object.
 
-// scope is what a build is shared by: a namespace ("" for all, or a cluster-scoped kind) and selectors.
+// scope is what a build is shared by: a namespace ("" for all, or a cluster-scoped kind) and selectors. given is
+// the request's own label selector when its essential one (essential.go) is shorter; it is not part of the key.
 type scope struct {
 	namespace string
 	selectors
+	given labels.Selector
 }
 
 func (s scope) key() string {

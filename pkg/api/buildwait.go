@@ -61,8 +61,8 @@ func (m *waitLock) token() chan struct{} {
 // Lock locks m, waiting as long as it takes.
 func (m *waitLock) Lock() { m.token() <- struct{}{} }
 
-// Unlock unlocks m, locked by any goroutine. Unlocking it unlocked panics, as sync.Mutex's does: receiving the
-// token would block the request's goroutine forever instead.
+// Unlock unlocks m, locked by any goroutine. Unlocking it unlocked panics (sync.Mutex's is a fatal error): receiving
+// the token would block the request's goroutine forever instead.
 func (m *waitLock) Unlock() {
 	select {
 	case <-m.token():

@@ -56,10 +56,9 @@ type kind[P any] interface {
 	info() kindInfo
 	// objects lists the informers' objects in namespace ("" for all) whose labels match sel.
 	objects(namespace string, sel labels.Selector) ([]object, error)
-	// essential returns sel without the requirements no object of namespace can fail now, or sel itself: a list
-	// whose selector says no more than another's shares its build (lists only: a watch's selector must also hold
-	// for objects to come).
-	essential(namespace string, sel labels.Selector) labels.Selector
+	// essential returns sel without the requirements no object of namespace can fail now (dropped), or sel itself:
+	// a list whose selector says no more than another's reads its build (essential.go).
+	essential(namespace string, sel labels.Selector) (_ labels.Selector, dropped bool)
 	// object looks one object up; ok is false when it does not exist (deleted, or a pod no longer Running).
 	object(namespace, name string) (o object, ok bool, err error)
 	// point reads the object's servable metrics from a snapshot.

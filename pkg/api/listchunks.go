@@ -95,8 +95,8 @@ func encodeChunks[P any](k kind[P], es []entry[P], rv string, created metav1.Tim
 }
 
 // jsonListHead returns the head of b, a compact JSON list with items: everything up to its items' opening bracket.
-// ok is false for anything else. No field of an item is named "items", and no label, name or quantity holds a
-// quote, so the first "items":[ is the list's.
+// ok is false for anything else. The list's "items":[ comes before every item, and a quote within an item's string
+// is escaped, so its first occurrence is the list's.
 func jsonListHead(b []byte) (head []byte, ok bool) {
 	if len(b) == 0 || b[0] != '{' || !bytes.HasSuffix(b, jsonListTail) {
 		return nil, false

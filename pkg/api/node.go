@@ -38,7 +38,7 @@ func (nodeKind) info() kindInfo {
 }
 
 // essential is sel: nodes have no label index to tell which requirements every node meets.
-func (nodeKind) essential(_ string, sel labels.Selector) labels.Selector { return sel }
+func (nodeKind) essential(_ string, sel labels.Selector) (labels.Selector, bool) { return sel, false }
 
 func (k nodeKind) objects(_ string, sel labels.Selector) ([]object, error) {
 	if len(k.nodeSelector) > 0 {

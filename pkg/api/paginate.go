@@ -31,6 +31,18 @@ import (
 // latest's, the request's, for a list without limit; the newest committed snapshot's for a first page; the
 // token's for a next page, while its build or its snapshot is kept, else the newest committed one's.
 func (s *metricsREST[P]) pageBuild(ctx context.Context, latest storage.Snapshot, opts *metainternalversion.ListOptions, sel scope) (*build[P], string, error) {
+	b, after, err := s.pageBuildOf(ctx, latest, opts, sel)
+	if err == nil && sel.given != nil && !b.meets(sel.given) {
+		// The essential selection's build lists an object the request's own selector excludes, by the labels it was
+		// listed with (relabelled since, or given an excluded value since): the request's own selection is read.
+		sel.labels, sel.given = sel.given, nil
+		return s.pageBuildOf(ctx, latest, opts, sel)
+	}
+	return b, after, err
+}
+
+// pageBuildOf is pageBuild for the selection sel, as it is.
+func (s *metricsREST[P]) pageBuildOf(ctx context.Context, latest storage.Snapshot, opts *metainternalversion.ListOptions, sel scope) (*build[P], string, error) {
 	if opts != nil && opts.Continue != "" {
 		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
 			return nil, "", apierrors.NewBadRequest("specifying resource version is not allowed when using continue")

@@ -40,15 +40,15 @@ func (podKind) info() kindInfo {
 type podSelector interface {
 	selectIn(namespace string, sel labels.Selector) (objs []any, ok bool, err error)
 	upTo(namespace string, sel labels.Selector) (n int, known bool)
-	essential(namespace string, sel labels.Selector) labels.Selector
+	essential(namespace string, sel labels.Selector) (labels.Selector, bool)
 }
 
 // essential is sel without the requirements the label index knows no pod of namespace fails, or sel itself.
-func (k podKind) essential(namespace string, sel labels.Selector) labels.Selector {
+func (k podKind) essential(namespace string, sel labels.Selector) (labels.Selector, bool) {
 	if ix, ok := k.pods.(podSelector); ok {
 		return ix.essential(namespace, sel)
 	}
-	return sel
+	return sel, false
 }
 
 func (k podKind) objects(namespace string, sel labels.Selector) ([]object, error) {

@@ -158,9 +158,9 @@ func (ix *PodIndex) narrowing(namespace string, sel labels.Selector) (namespaces
 	return ix.indexer.ListIndexFuncValues(cache.NamespaceIndex), reqs, true
 }
 
-// smallest returns which of reqs has the smallest indexed sets in namespaces (-1 when none is an equality or `in`),
-// and how many pods they hold: for `in`, one set a value, all disjoint (a pod has one value per key), as are the
-// sets of different namespaces.
+// smallest returns which of reqs has the smallest indexed sets in namespaces (-1 when none is an equality or `in`
+// within maxSetReads), and how many pods they hold: for `in`, one set a value, all disjoint (a pod has one value
+// per key), as are the sets of different namespaces.
 func (ix *PodIndex) smallest(namespaces []string, reqs labels.Requirements) (best, n int) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
@@ -171,9 +171,13 @@ func (ix *PodIndex) smallest(namespaces []string, reqs labels.Requirements) (bes
 		default:
 			continue
 		}
+		values := r.ValuesUnsorted()
+		if !withinSetReads(namespaces, values) {
+			continue
+		}
 		size := 0
 		for _, ns := range namespaces {
-			for v := range r.Values() {
+			for _, v := range values {
 				size += ix.counts[ix.setHash(ns, r.Key(), v)]
 			}
 		}
@@ -197,8 +201,9 @@ func (ix *PodIndex) selectIn(namespace string, sel labels.Selector) (objs []any,
 		return nil, false, nil
 	}
 	r := reqs[best]
+	values := r.ValuesUnsorted()
 	for _, ns := range namespaces {
-		for v := range r.Values() {
+		for _, v := range values {
 			set, err := ix.indexer.ByIndex(PodLabelIndex, labelValue(ns, r.Key(), v))
 			if err != nil {
 				return nil, true, fmt.Errorf("reading the pod label index: %w", err)
@@ -236,57 +241,3 @@ func (ix *PodIndex) upTo(namespace string, sel labels.Selector) (n int, known bo
 }
 
 var _ PodLister = (*PodIndex)(nil)
-
-// essential returns sel without its != and notin requirements that no pod of namespace ("" for all) can fail, as no
-// pod has the key with a value they exclude, or sel itself when it has none: `x!=v1`, `x!=v2`, ... of a key or
-// value no pod has all select every pod, and share the build of every pod instead of walking them each (DESIGN.md
-// section 3: a list costs what it selects, not how its selector is spelled). The counts rule requirements out at
-// once; one they say no pod fails is confirmed on the indexer's sets, which the counts lag.
-func (ix *PodIndex) essential(namespace string, sel labels.Selector) labels.Selector {
-	if sel == nil || sel.Empty() || (namespace == metav1.NamespaceAll && !ix.byNamespace) {
-		return sel
-	}
-	reqs, ok := sel.Requirements()
-	if !ok {
-		return sel
-	}
-	namespaces, _, _ := ix.narrowing(namespace, sel)
-	var kept labels.Requirements
-	for i, r := range reqs {
-		if (r.Operator() == selection.NotEquals || r.Operator() == selection.NotIn) && ix.noneHas(namespaces, r) {
-			if kept == nil {
-				kept = append(labels.Requirements{}, reqs[:i]...)
-			}
-			continue
-		}
-		if kept != nil {
-			kept = append(kept, r)
-		}
-	}
-	if kept == nil {
-		return sel
-	}
-	return labels.NewSelector().Add(kept...)
-}
-
-// noneHas reports whether no pod of namespaces has r's key with any of r's values.
-func (ix *PodIndex) noneHas(namespaces []string, r labels.Requirement) bool {
-	ix.mu.RLock()
-	for _, ns := range namespaces {
-		for v := range r.Values() {
-			if ix.counts[ix.setHash(ns, r.Key(), v)] > 0 {
-				ix.mu.RUnlock()
-				return false
-			}
-		}
-	}
-	ix.mu.RUnlock()
-	for _, ns := range namespaces {
-		for v := range r.Values() {
-			if set, err := ix.indexer.ByIndex(PodLabelIndex, labelValue(ns, r.Key(), v)); err != nil || len(set) > 0 {
-				return false
-			}
-		}
-	}
-	return true
-}

@@ -96,7 +96,9 @@ func (s *metricsREST[P]) List(ctx context.Context, opts *metainternalversion.Lis
 		return nil, err
 	}
 	which := s.selection(ctx, sel)
-	which.labels = s.kind.essential(which.namespace, which.labels)
+	if essential, dropped := s.kind.essential(which.namespace, which.labels); dropped {
+		which.given, which.labels = which.labels, essential
+	}
 	return s.listAnswer(ctx, latest, opts, which)
 }
 

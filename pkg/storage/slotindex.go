@@ -16,7 +16,7 @@ import (
 // slot of base whose pod is no longer there (removed, or added again at another slot), and delta, the slot of every
 // pod base lacks or numbers otherwise. Storage changes them in place until a view holds them, then copies them
 // first (slots.own): the changes since base, not every pod. Once they grow past a fraction of base, the next
-// publication folds them into a new base (full, folded), which bounds both what a copy costs and what each kept view
+// publication folds them into a new base (needsFold, folded), which bounds both what a copy costs and what each kept view
 // holds of its own. A pod of base still at its slot, most pods, is found by one lookup and a bit: reading costs
 // what it did with one map; a pod added since base takes a second lookup, in the small delta.
 type slotIndex struct {
@@ -91,9 +91,9 @@ func (x slotIndex) copied() slotIndex {
 	return slotIndex{base: x.base, vacated: slices.Clone(x.vacated), delta: maps.Clone(x.delta)}
 }
 
-// full says whether the changes are to be folded into a new base: once they are more than an eighth of base's pods
+// needsFold says whether the changes are to be folded into a new base: once they are more than an eighth of base's pods
 // (and more than foldFloor), a copy of them at each publication would approach a copy of every pod.
-func (x slotIndex) full() bool {
+func (x slotIndex) needsFold() bool {
 	return x.changedInBase()+len(x.delta) > max(foldFloor, len(x.base)/8)
 }
 

@@ -58,7 +58,7 @@ func (s *slots) own() {
 
 // indexOf returns the index for a view to hold, which is then never modified. When more than half the slots are
 // free (a cluster that shrank), it renumbers the pods first so views stay dense; else it folds the index's changes
-// into a new base when they are many (slotIndex.full).
+// into a new base when they are many (slotIndex.needsFold).
 func (s *slots) indexOf() slotIndex {
 	live := len(s.pods) - len(s.free)
 	switch {
@@ -74,7 +74,7 @@ func (s *slots) indexOf() slotIndex {
 			base[k] = p.slot
 		}
 		s.index = newSlotIndex(base)
-	case s.index.full():
+	case s.index.needsFold():
 		s.index = s.index.folded()
 	}
 	s.shared = true
