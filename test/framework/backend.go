@@ -41,6 +41,13 @@ type Backend struct {
 	hc   *http.Client
 }
 
+// ServingCAPEM is the CA certificate that signs the server's serving certificate, and ServerName the name the
+// certificate is verified as: what a client in another process needs to reach the server directly.
+func (b *Backend) ServingCAPEM() []byte { return b.m.ServingCA.CertPEM }
+
+// ServerName is the name the server's serving certificate is verified as (see ServingCAPEM).
+func (b *Backend) ServerName() string { return b.Service + "." + b.m.Namespace + ".svc" }
+
 // KubeletSourceArgs are the kubelet-source flags an operator passes to metrics-server, for kubelets whose
 // serving certificates are signed by the CA in caFile and whose port is in the Node status.
 func KubeletSourceArgs(caFile string) []string {

@@ -131,11 +131,17 @@ func runAttack(ctx context.Context, o options, t target, b *framework.Backend, c
 	var budget atomic.Int64
 	budget.Store(int64(o.attackMaxRequests))
 	tallies := make([]*attackTally, users)
-	var attack sync.WaitGroup
-	for u := range users {
-		attack.Go(func() { tallies[u] = runAttacker(actx, attackers[u], base, u, o.attackSelectors, pods, &budget) })
+	if o.attackNice && backend != nil {
+		if tallies, err = runAttackProcess(pctx, o, cp, b, users, deadline); err != nil {
+			return nil, err
+		}
+	} else {
+		var attack sync.WaitGroup
+		for u := range users {
+			attack.Go(func() { tallies[u] = runAttacker(actx, attackers[u], base, u, o.attackSelectors, pods, &budget) })
+		}
+		attack.Wait()
 	}
-	attack.Wait()
 	r.attackElapsed = time.Since(attackStart)
 	if t.profiles && o.heapProfile != "" {
 		if err := saveProfile(ctx, direct, b.URL()+"/debug/pprof/heap", fmt.Sprintf("%s.attack-%d", o.heapProfile, users)); err != nil {

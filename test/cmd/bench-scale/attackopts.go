@@ -21,6 +21,8 @@ type attackOptions struct {
 	pageChunk                          int
 	pageTimeout                        time.Duration
 	freshStats, msInsecureTLS          bool // issue 29 item 5
+	attackNice                         bool // the attackers in a process of their own at nice 19
+	attackShard                        bool // internal: this process is that one
 }
 
 func (o *attackOptions) flags() {
@@ -39,6 +41,8 @@ func (o *attackOptions) flags() {
 	})
 	flag.DurationVar(&o.attackDuration, "attack-duration", 60*time.Second, "how long the users attack in each attack phase")
 	flag.IntVar(&o.attackSelectors, "attack-selectors", 10000, "distinct all-matching selectors each attacking user cycles through")
+	flag.BoolVar(&o.attackNice, "attack-nice", true, "run the attacking users' clients in a process of their own at nice 19, as clients elsewhere would not take the server's cores (direct only; false: in this process, beside the HPA-like clients)")
+	flag.BoolVar(&o.attackShard, "attack-shard", false, "internal: attack as told on standard input and write the tallies (how -attack-nice runs its attackers)")
 	flag.IntVar(&o.attackMaxRequests, "attack-max-requests", 1000000, "upper bound on the attackers' requests in one phase")
 	flag.IntVar(&o.hpaClients, "hpa-clients", 2000, "HPA-like clients in the attack phase, each listing its own workload's pods by label selector (v1 and v1beta1 alternately)")
 	flag.IntVar(&o.hpaPods, "hpa-pods", 15, "pods of each HPA-like client's workload (with -attack the simulator labels pods so such selections exist)")
@@ -75,8 +79,12 @@ func (r *result) printAttack(t table) {
 			continue
 		}
 		fmt.Fprintln(t.tw)
-		fmt.Fprintf(t.tw, "%s, attack: %d HPA-like clients (one identity, HTTP/2), each listing its %d pods every %s (v1 and v1beta1); users (own identity, view, own connection) each listing all %d pods through %d distinct selectors for %s; via %s\n",
-			tr.name, o.hpaClients, o.hpaPods, o.hpaInterval, o.nodes*o.pods, o.attackSelectors, o.attackDuration, o.loadVia)
+		where := "in this process"
+		if o.attackNice && o.loadVia != "aggregator" {
+			where = "in a process of their own at nice 19"
+		}
+		fmt.Fprintf(t.tw, "%s, attack: %d HPA-like clients (one identity, HTTP/2), each listing its %d pods every %s (v1 and v1beta1); users (own identity, view, own connection, %s) each listing all %d pods through %d distinct selectors for %s; via %s\n",
+			tr.name, o.hpaClients, o.hpaPods, o.hpaInterval, where, o.nodes*o.pods, o.attackSelectors, o.attackDuration, o.loadVia)
 		cols := []string{"attack measure"}
 		for _, a := range tr.attacks {
 			cols = append(cols, fmt.Sprintf("%d user(s)", a.users))

@@ -102,6 +102,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.attackShard {
+		if err := serveAttackShard(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "bench-scale: attacking process: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if o.simShard >= 0 {
 		if err := serveSimShard(ctx, o); err != nil {
 			fmt.Fprintf(os.Stderr, "bench-scale: simulator shard %d: %v\n", o.simShard, err)
