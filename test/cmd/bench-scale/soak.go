@@ -24,6 +24,8 @@ type soakResult struct {
 	hpaListsPerSec     float64
 	failedMetric       int            // FailedGetResourceMetric events in the window
 	failedMetricCauses map[string]int // their messages, names left out
+	failedSyncs        int            // the HPA controller's failed syncs logged in the window (hpalog.go)
+	failedSyncCauses   map[string]int
 	hpa                hpaCheck
 	top                topTally
 	probes             probeResult
@@ -109,6 +111,10 @@ func (e *benchEnv) runSoak(ctx context.Context, t target, b *framework.Backend, 
 			return nil, err
 		}
 		r.failedMetric, r.failedMetricCauses = eventsBetween(ev0, ev1)
+		log := filepath.Join(e.cp.Dir, "kube-controller-manager.log")
+		if r.failedSyncs, r.failedSyncCauses, err = failedSyncs(log, start, start.Add(r.duration)); err != nil {
+			return nil, err
+		}
 	}
 	if r.profileEnd, err = e.soakProfile(ctx, t, b, direct, "end"); err != nil {
 		return nil, err

@@ -54,6 +54,7 @@ func (r *result) printSoak(t table) {
 	t.row("HPA list latency p50 (server's histogram)", true, seconds, s(func(x *soakResult) float64 { return x.hpa50 }))
 	t.row("HPA list latency p99 (server's histogram)", true, seconds, s(func(x *soakResult) float64 { return x.hpa99 }))
 	t.row("FailedGetResourceMetric events", false, num, s(func(x *soakResult) float64 { return float64(x.failedMetric) }))
+	t.row("HPA syncs failed in the window (controller's log)", false, num, s(func(x *soakResult) float64 { return float64(x.failedSyncs) }))
 	t.row("HPA status vs truth: checks", false, num, s(func(x *soakResult) float64 { return float64(x.hpa.checks) }))
 	t.row("  agree / differ / no current metric", false, num, s(func(x *soakResult) float64 { return float64(x.hpa.agree) }))
 	t.row("  differ", false, num, s(func(x *soakResult) float64 { return float64(x.hpa.off) }))
@@ -98,6 +99,9 @@ func (r *result) printSoak(t table) {
 		}
 		for _, c := range topCauses(x.failedMetricCauses, 3) {
 			fmt.Fprintf(t.tw, "  %s: FailedGetResourceMetric x%d: %s\n", tr.name, x.failedMetricCauses[c], c)
+		}
+		for _, c := range topCauses(x.failedSyncCauses, 3) {
+			fmt.Fprintf(t.tw, "  %s: failed HPA sync x%d: %s\n", tr.name, x.failedSyncCauses[c], c)
 		}
 		if x.profileStart != "" {
 			fmt.Fprintf(t.tw, "  %s: heap profiles %s and %s\n", tr.name, x.profileStart, x.profileEnd)

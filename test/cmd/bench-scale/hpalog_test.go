@@ -1,0 +1,30 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestFailedSyncs: only the failed HPA syncs logged within the window count, each by its first error.
+func TestFailedSyncs(t *testing.T) {
+	log := `I1127 17:45:59.000000   1 controllermanager.go:1] "starting"
+E1127 17:46:08.327203   19308 horizontal.go:354] "Unhandled Error" err="failed to compute desired number of replicas based on listed metrics for Deployment/sim-ns-8/w-165: invalid metrics (1 invalid out of 1), first error is: failed to get cpu utilization: no metrics returned from resource metrics API" logger="UnhandledError"
+E1127 17:47:00.000001   19308 horizontal.go:354] "Unhandled Error" err="failed to compute desired number of replicas based on listed metrics for Deployment/sim-ns-1/w-2: invalid metrics (1 invalid out of 1), first error is: unable to fetch metrics: 503" logger="UnhandledError"
+E1127 17:47:30.000000   19308 horizontal.go:354] "Unhandled Error" err="failed to compute desired number of replicas based on listed metrics for Deployment/sim-ns-2/w-3: invalid metrics (1 invalid out of 1), first error is: unable to fetch metrics: 503" logger="UnhandledError"
+E1127 17:52:00.000000   19308 horizontal.go:354] "Unhandled Error" err="failed to compute desired number of replicas based on listed metrics for Deployment/sim-ns-2/w-3: invalid metrics (1 invalid out of 1), first error is: after the window" logger="UnhandledError"
+`
+	file := filepath.Join(t.TempDir(), "kube-controller-manager.log")
+	if err := os.WriteFile(file, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	from := time.Date(2026, 11, 27, 17, 46, 30, 0, time.UTC)
+	n, causes, err := failedSyncs(file, from, from.Add(5*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 || causes["unable to fetch metrics: 503"] != 2 || len(causes) != 1 {
+		t.Errorf("%d failed syncs %v, want 2 of unable to fetch metrics: 503", n, causes)
+	}
+}
