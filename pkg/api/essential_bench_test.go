@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
-	"k8s.io/apimachinery/pkg/labels"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
@@ -16,21 +15,8 @@ import (
 func BenchmarkEssentialWide(b *testing.B) {
 	for _, tc := range []struct{ namespaces, values int }{{10, 2000}, {1000, 2000}} {
 		b.Run(fmt.Sprintf("ns=%d/values=%d", tc.namespaces, tc.values), func(b *testing.B) {
-			inf, ix := newIndexedPods(b, 0, nil)
-			for i := 0; i < tc.namespaces; i++ {
-				inf.add(podMeta(fmt.Sprintf("ns-%d", i), "p", map[string]string{"app": "web"}))
-			}
-			text := "app notin ("
-			for i := 0; i < tc.values; i++ {
-				if i > 0 {
-					text += ","
-				}
-				text += fmt.Sprintf("v%d", i)
-			}
-			sel, err := labels.Parse(text + ")")
-			if err != nil {
-				b.Fatal(err)
-			}
+			_, ix := podPerNamespace(b, tc.namespaces)
+			sel := parsed(b, "app notin ("+valueList(tc.values)+")")
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -41,23 +27,10 @@ func BenchmarkEssentialWide(b *testing.B) {
 }
 
 // BenchmarkUpToWide: upTo (called before a build takes its slot: build.fill) of every namespace with an `in`
-// of many values reads namespaces x values counts under the counts' read lock; before today it returned at once.
+// of many values: at most maxSetReads counts, or none.
 func BenchmarkUpToWide(b *testing.B) {
-	inf, ix := newIndexedPods(b, 0, nil)
-	for i := 0; i < 1000; i++ {
-		inf.add(podMeta(fmt.Sprintf("ns-%d", i), "p", map[string]string{"app": "web"}))
-	}
-	text := "app in ("
-	for i := 0; i < 2000; i++ {
-		if i > 0 {
-			text += ","
-		}
-		text += fmt.Sprintf("v%d", i)
-	}
-	sel, err := labels.Parse(text + ")")
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, ix := podPerNamespace(b, 1000)
+	sel := parsed(b, "app in ("+valueList(2000)+")")
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -68,29 +41,18 @@ func BenchmarkUpToWide(b *testing.B) {
 // BenchmarkCachedListWide: the same list of every namespace (`app notin (v0..v1999)`, 14 KB of selector,
 // 1,000 namespaces of one pod) again and again: its build is kept after the first, yet each list pays essential.
 func BenchmarkCachedListWide(b *testing.B) {
-	inf, ix := newIndexedPods(b, 0, nil)
+	inf, ix := podPerNamespace(b, 1000)
 	c := newCluster(&testing.T{})
 	c.pods = inf.indexer
 	cpu := map[string]float64{}
 	for i := 0; i < 1000; i++ {
 		ns := fmt.Sprintf("ns-%d", i)
-		inf.add(podMeta(ns, "p", map[string]string{"app": "web"}))
 		c.store.PodBound(ns, "p", "node-a")
 		cpu[ns+"/p"] = 0.1
 	}
 	c.cycle(nil, cpu)
 	s := newMetricsREST[storage.PodPoint](c.store, podKind{pods: ix}, newReaders(Deps{}))
-	text := "app notin ("
-	for i := 0; i < 2000; i++ {
-		if i > 0 {
-			text += ","
-		}
-		text += fmt.Sprintf("v%d", i)
-	}
-	sel, err := labels.Parse(text + ")")
-	if err != nil {
-		b.Fatal(err)
-	}
+	sel := parsed(b, "app notin ("+valueList(2000)+")")
 	ctx := genericapirequest.WithNamespace(asUser("u"), "")
 	list := func() {
 		if _, err := s.List(ctx, &metainternalversion.ListOptions{LabelSelector: sel}); err != nil {

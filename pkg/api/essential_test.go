@@ -208,39 +208,48 @@ func TestEssentialNeverAnswersWhatTheSelectorExcludes(t *testing.T) {
 // Past maxSetReads neither reads the sets: the requirement is kept and the selection is not narrowed (it walks, in
 // a slot), and nothing is wrong.
 func TestEssentialAndTheIndexBoundTheirWork(t *testing.T) {
-	inf, ix := newIndexedPods(t, 0, nil)
-	for i := 0; i < 100; i++ {
-		inf.add(podMeta(fmt.Sprintf("ns-%d", i), "p", map[string]string{"app": "web"}))
-	}
-	values := func(n int) string {
-		var vs []string
-		for i := 0; i < n; i++ {
-			vs = append(vs, fmt.Sprintf("v%d", i))
-		}
-		return strings.Join(vs, ",")
-	}
-	wide, err := labels.Parse("app notin (" + values(maxSetReads/100+1) + ")")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, dropped := ix.essential("", wide); dropped {
+	_, ix := podPerNamespace(t, 100)
+	if _, dropped := ix.essential("", parsed(t, "app notin ("+valueList(maxSetReads/100+1)+")")); dropped {
 		t.Error("a notin past maxSetReads over every namespace was read to be dropped")
 	}
-	narrow, err := labels.Parse("app notin (" + values(maxSetReads/100) + ")")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, dropped := ix.essential("", narrow); !dropped {
+	if _, dropped := ix.essential("", parsed(t, "app notin ("+valueList(maxSetReads/100)+")")); !dropped {
 		t.Error("a notin within maxSetReads, of values no pod has, was kept")
 	}
-	in, err := labels.Parse("app in (web," + values(maxSetReads/100) + ")")
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := parsed(t, "app in (web,"+valueList(maxSetReads/100)+")")
 	if _, narrowed, _ := ix.selectIn("", in); narrowed {
 		t.Error("an in past maxSetReads over every namespace was read from the index")
 	}
 	if got := keysOf(t, podKind{pods: ix}, "", in); len(got) != 100 {
 		t.Errorf("the walk selected %d pods, want 100", len(got))
 	}
+}
+
+// podPerNamespace is a pod informer with the label index and one pod, labelled app=web, in each of n namespaces
+// (ns-0, ns-1, ...): a selection of every namespace reads n sets per value.
+func podPerNamespace(tb testing.TB, n int) (*fakePodInformer, *PodIndex) {
+	tb.Helper()
+	inf, ix := newIndexedPods(tb, 0, nil)
+	for i := 0; i < n; i++ {
+		inf.add(podMeta(fmt.Sprintf("ns-%d", i), "p", map[string]string{"app": "web"}))
+	}
+	return inf, ix
+}
+
+// valueList is n label values no pod has, for a selector's `in` or `notin`: "v0,v1,...".
+func valueList(n int) string {
+	vs := make([]string, n)
+	for i := range vs {
+		vs[i] = fmt.Sprintf("v%d", i)
+	}
+	return strings.Join(vs, ",")
+}
+
+// parsed is the label selector s, or the test's failure.
+func parsed(tb testing.TB, s string) labels.Selector {
+	tb.Helper()
+	sel, err := labels.Parse(s)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return sel
 }
