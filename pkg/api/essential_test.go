@@ -59,19 +59,9 @@ func TestEssentialRequirements(t *testing.T) {
 	}
 	// A pod that has the value now makes the requirement essential again.
 	inf.add(podMeta("ns-b", "late", map[string]string{"x": "v"}))
-	if got, dropped := ix.essential("", labels.SelectorFromSet(nil).Add(mustRequirement(t, "x!=v")...)); dropped || got.String() != "x!=v" {
+	if got, dropped := ix.essential("", parsed(t, "x!=v")); dropped || got.String() != "x!=v" {
 		t.Errorf("x!=v once a pod has x=v: essential %q (dropped %v), want x!=v", got.String(), dropped)
 	}
-}
-
-func mustRequirement(t *testing.T, s string) labels.Requirements {
-	t.Helper()
-	sel, err := labels.Parse(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reqs, _ := sel.Requirements()
-	return reqs
 }
 
 // walkCounting is the pod kind, counting its selections (walks or index reads).
@@ -173,7 +163,7 @@ func TestEssentialNeverAnswersWhatTheSelectorExcludes(t *testing.T) {
 		inf, s, _ := essentialCluster(t)
 		listedLabels(t, s, "a", "app=web", 0, "") // kept: p0005 with x=v
 		inf.update(podMeta("ns-a", "p0005", map[string]string{"app": "web", "x": "w"}))
-		sel := labels.SelectorFromSet(nil).Add(mustRequirement(t, "app=web,x!=v")...)
+		sel := parsed(t, "app=web,x!=v")
 		got, _ := listedLabels(t, s, "b", sel.String(), 0, "")
 		for name, l := range got {
 			if !sel.Matches(l) {
