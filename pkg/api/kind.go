@@ -67,6 +67,9 @@ type kind[P any] interface {
 	same(a, b *P) bool
 	// item builds the API object of one entry.
 	item(e *entry[P], rv string, created metav1.Time) runtime.Object
+	// appendJSON appends the compact JSON of one entry's item in a list, as the apiserver's encoder writes it
+	// (itemjson.go).
+	appendJSON(b []byte, e *entry[P], rv string, created metav1.Time, s *jsonScratch) []byte
 	// list builds the API list of entries, with resourceVersion rv.
 	list(es []entry[P], rv string, created metav1.Time) runtime.Object
 	// shared wraps a list built by list for sharing between requests (sharedNodeList, sharedPodList).

@@ -139,7 +139,7 @@ func (l *leanList[P]) encode(id runtime.Identifier, encode func(runtime.Object, 
 	if err != nil {
 		return nil, err
 	}
-	data, err := encodeList(c.b.res.kind, c.b.entries, c.b.rv, c.b.created, encode)
+	data, err := encodeList(c.b.res.kind, c.b.entries, c.b.rv, c.b.created, id, encode, c.b.res.json)
 	release()
 	if err != nil {
 		return nil, err

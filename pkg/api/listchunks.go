@@ -29,9 +29,31 @@ var (
 	jsonListTail = []byte("]}\n")
 )
 
-// encodeList makes encode's encoding of the list of es (version rv, made at created): by chunks when it is compact
-// JSON, else from every item at once.
-func encodeList[P any](k kind[P], es []entry[P], rv string, created metav1.Time, encode encodeFunc) ([]byte, error) {
+// encodeList makes encode's encoding (named id) of the list of es (version rv, made at created): written from the
+// entries when the encoder is known to write compact JSON as they are written (jsonlists.go), else by chunks when
+// it is compact JSON, else from every item at once.
+func encodeList[P any](k kind[P], es []entry[P], rv string, created metav1.Time, id runtime.Identifier,
+	encode encodeFunc, j *jsonLists) ([]byte, error) {
+	if j != nil {
+		data, written, err := writtenList(j, k, es, rv, created, id, encode)
+		if err != nil {
+			return nil, err
+		}
+		if written != nil {
+			listEncodings.WithLabelValues("written").Inc()
+			return written, nil
+		}
+		if data != nil {
+			listEncodings.WithLabelValues("encoder").Inc()
+			return data, nil
+		}
+	}
+	listEncodings.WithLabelValues("encoder").Inc()
+	return encodeByEncoder(k, es, rv, created, encode)
+}
+
+// encodeByEncoder is encode's encoding of the list of es, by chunks when it is compact JSON.
+func encodeByEncoder[P any](k kind[P], es []entry[P], rv string, created metav1.Time, encode encodeFunc) ([]byte, error) {
 	if len(es) > listChunk {
 		data, ok, err := encodeChunks(k, es, rv, created, encode)
 		if err != nil || ok {

@@ -78,7 +78,7 @@ func TestListEncodedByChunksAsAtOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			k := &countingPods{}
-			got, err := encodeList[storage.PodPoint](k, es, "42", created, e.enc.Encode)
+			got, err := encodeByEncoder[storage.PodPoint](k, es, "42", created, e.enc.Encode)
 			if err != nil {
 				t.Fatalf("%s, %d pods: %v", e.name, n, err)
 			}

@@ -66,6 +66,13 @@ var (
 		Help:           "Selections built from a snapshot; every list, page and watch of one selection and collection shares one.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	listEncodings = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "metrics_ring",
+		Subsystem:      "api",
+		Name:           "list_encodings_total",
+		Help:           "Encodings of kept lists made, by how: written (compact JSON written from the selection, the encoder's first list having compared equal) or encoder (the apiserver's encoder: protobuf, YAML, pretty JSON, an encoder's first list, or JSON found to differ, which is logged).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"by"})
 	pagesContinuedFromNewest = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace:      "metrics_ring",
 		Subsystem:      "api",
@@ -124,7 +131,7 @@ func registerMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(metricFreshness, watchesActive, watchesRejected, watchesFellBehind, watchesOverBudget,
 			watchPanics,
-			buildsMade, buildsEvicted, buildsKeptBytes, buildsRejected, pagesContinuedFromNewest,
+			buildsMade, buildsEvicted, buildsKeptBytes, buildsRejected, pagesContinuedFromNewest, listEncodings,
 			answersInFlightBytes, answersWaiting, answersRejected)
 	})
 }

@@ -135,3 +135,7 @@ func nodeRow(m *metrics.NodeMetrics) metav1.TableRow {
 func (nodeKind) each(snap storage.Snapshot, f func(namespace, name string)) {
 	snap.Each(func(name string) { f("", name) }, nil)
 }
+
+func (nodeKind) appendJSON(b []byte, e *entry[storage.NodePoint], rv string, created metav1.Time, s *jsonScratch) []byte {
+	return appendNodeJSON(b, e, rv, created, s)
+}

@@ -193,3 +193,7 @@ func podRow(m *metrics.PodMetrics) metav1.TableRow {
 }
 
 func (podKind) each(snap storage.Snapshot, f func(namespace, name string)) { snap.Each(nil, f) }
+
+func (podKind) appendJSON(b []byte, e *entry[storage.PodPoint], rv string, created metav1.Time, s *jsonScratch) []byte {
+	return appendPodJSON(b, e, rv, created, s)
+}
