@@ -47,7 +47,7 @@ func (e *benchEnv) runSoak(ctx context.Context, t target, b *framework.Backend, 
 	o := e.opts
 	r := &soakResult{warmup: o.soakWarmup, top: topTally{errors: map[string]int{}}}
 	fmt.Fprintf(os.Stderr, "%s: soak for %s: %.1f pods replaced and %.1f containers restarted a second, a node leaving every %s, %d HPAs...\n",
-		t.name, o.soak, o.churnPerSec, o.restartsSec, o.nodeChurnEvery, o.hpa)
+		t.name, o.soakFor(t), o.churnPerSec, o.restartsSec, o.nodeChurnEvery, o.hpa)
 	procs := e.others(b.Proc)
 	before := readProcs(procs)
 	m0, err := scrapeMetrics(ctx, direct, b.URL())
@@ -69,7 +69,7 @@ func (e *benchEnv) runSoak(ctx context.Context, t target, b *framework.Backend, 
 	}
 	r.coll.loadBefore = loadAvg()
 	start := time.Now()
-	until := start.Add(o.soak)
+	until := start.Add(o.soakFor(t))
 	tr := newTracker(direct, b.URL(), o.resolution, o.soakTrack)
 	var ch *churner
 	var wg sync.WaitGroup

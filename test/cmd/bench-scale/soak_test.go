@@ -154,6 +154,8 @@ func TestSoakFlagsValidated(t *testing.T) {
 	}{
 		{"churn without soak", func(o *options) { o.scale, o.churnPerSec = true, 1 }, "set -soak"},
 		{"warm-up longer than the soak", func(o *options) { o.soak, o.soakWarmup = 2*time.Minute, 3*time.Minute }, "no memory samples"},
+		{"compared window longer", func(o *options) { o.soak, o.soakWarmup, o.soakCompared = 10*time.Minute, time.Minute, time.Hour }, "at most -soak"},
+		{"compared window within warm-up", func(o *options) { o.soak, o.soakWarmup, o.soakCompared = time.Hour, 5*time.Minute, 5*time.Minute }, "more than -soak-warmup"},
 		{"more HPAs than workloads", func(o *options) { o.soak, o.soakWarmup, o.hpa = time.Hour, time.Minute, 21 }, "has 20 workloads"},
 	} {
 		o := base

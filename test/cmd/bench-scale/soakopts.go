@@ -21,11 +21,13 @@ type soakOptions struct {
 	hpaSyncPeriod            time.Duration
 	soakPlot, soakProfiles   string
 	soakWarmup, soakTopEvery time.Duration
+	soakCompared             time.Duration // the compared servers' window; 0: -soak
 	soakTrack                int
 }
 
 func (o *soakOptions) flags() {
 	flag.DurationVar(&o.soak, "soak", 0, "run the soak phase for this long per server (0: none): churn, the HPA fleet and `kubectl top pods -A` every -soak-top-every, with RSS and Go heap sampled every 10 s (`make bench-soak`)")
+	flag.DurationVar(&o.soakCompared, "soak-metrics-server", 0, "the soak window of the servers compared with ours (metrics-server, a baseline) when shorter than metrics-ring's (0: -soak): an hour of metrics-ring for its memory slope, a shorter window of metrics-server under the same load for the ratios of rates (CPU a minute, lists a second)")
 	flag.Float64Var(&o.churnPerSec, "churn-per-sec", 0, "during the soak, pods replaced a second: each deleted and a successor created under a new name on a random node, in its namespace with its labels (a few also move when a node leaves)")
 	flag.Float64Var(&o.restartsSec, "restarts-per-sec", 1, "during the soak with churn, container restarts a second (a new start time and a counter from zero)")
 	flag.DurationVar(&o.nodeChurnEvery, "node-churn-every", 5*time.Minute, "during the soak with churn, a random node leaves this often (its pods replaced on others, its Node deleted, its kubelet gone) and the one that left before comes back (0: none)")
@@ -38,6 +40,22 @@ func (o *soakOptions) flags() {
 	flag.DurationVar(&o.soakWarmup, "soak-warmup", 10*time.Minute, "memory samples of the soak's first this long are left out of the RSS and heap slopes")
 	flag.DurationVar(&o.soakTopEvery, "soak-top-every", time.Minute, "how often the soak runs `kubectl top pods -A` and checks served values, and the HPAs' status, against the truth")
 	flag.IntVar(&o.soakTrack, "soak-track", 40, "during the soak, at most this many new pods (until served) and as many deleted pods (until no longer served) are probed each second")
+}
+
+// soakFor is target t's soak window: -soak, or -soak-metrics-server when set for a server compared with ours.
+func (o soakOptions) soakFor(t target) time.Duration {
+	if o.soakCompared > 0 && !t.profiles {
+		return o.soakCompared
+	}
+	return o.soak
+}
+
+// soakWindows says how long each server soaked, for tables and plots.
+func (o soakOptions) soakWindows() string {
+	if o.soakCompared > 0 && o.soakCompared != o.soak {
+		return fmt.Sprintf("%s of metrics-ring, %s of each server compared", o.soak.Round(time.Second), o.soakCompared.Round(time.Second))
+	}
+	return fmt.Sprintf("%s per server", o.soak.Round(time.Second))
 }
 
 // hpaSyncsOrAuto is the --concurrent-horizontal-pod-autoscaler-syncs to run with.
@@ -62,6 +80,9 @@ func (o options) validateSoak() error {
 	}
 	if o.soakWarmup >= o.soak {
 		return fmt.Errorf("-soak-warmup %s leaves no memory samples of a %s soak for the slope", o.soakWarmup, o.soak)
+	}
+	if o.soakCompared != 0 && (o.soakCompared > o.soak || o.soakWarmup >= o.soakCompared) {
+		return fmt.Errorf("-soak-metrics-server %s: want at most -soak %s and more than -soak-warmup %s", o.soakCompared, o.soak, o.soakWarmup)
 	}
 	if o.hpa > 0 {
 		if n := kubeletsim.Workloads(o.simConfig()); o.hpa > n || o.hpaPods < 1 {

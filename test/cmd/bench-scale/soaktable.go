@@ -7,15 +7,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 )
 
 // printSoak prints the soak's table (issue 29 item 3): one column per server, ratios where they mean something.
 func (r *result) printSoak(t table) {
 	o := r.opts
 	fmt.Fprintln(t.tw)
-	fmt.Fprintf(t.tw, "soak: %s per server; churn %.1f pods replaced and %.1f containers restarted a second, a node leaving every %s; %d HPAs (%d pods each, %s sync, %d concurrent syncs); `kubectl top pods -A` every %s; slopes after the first %s\n",
-		o.soak, o.churnPerSec, o.restartsSec, o.nodeChurnEvery, o.hpa, o.hpaPods, o.hpaSyncPeriod, o.hpaSyncsOrAuto(), o.soakTopEvery, o.soakWarmup)
+	fmt.Fprintf(t.tw, "soak: %s; churn %.1f pods replaced and %.1f containers restarted a second, a node leaving every %s; %d HPAs (%d pods each, %s sync, %d concurrent syncs); `kubectl top pods -A` every %s; slopes after the first %s\n",
+		o.soakWindows(), o.churnPerSec, o.restartsSec, o.nodeChurnEvery, o.hpa, o.hpaPods, o.hpaSyncPeriod, o.hpaSyncsOrAuto(), o.soakTopEvery, o.soakWarmup)
 	t.header("soak measure")
 	s := func(f func(s *soakResult) float64) func(*targetResult) float64 {
 		return func(tr *targetResult) float64 {
@@ -168,8 +167,8 @@ func (r *result) writeSoakPlot() error {
 	if err != nil {
 		return err
 	}
-	title := fmt.Sprintf("soak: %d nodes x %d pods, %.0f pods/s replaced, %d HPAs, %s per server", o.nodes, o.pods,
-		o.churnPerSec, o.hpa, o.soak.Round(time.Minute))
+	title := fmt.Sprintf("soak: %d nodes x %d pods, %.0f pods/s replaced, %d HPAs, %s", o.nodes, o.pods,
+		o.churnPerSec, o.hpa, o.soakWindows())
 	if err := writePlot(f, title, lines); err != nil {
 		f.Close()
 		return err
