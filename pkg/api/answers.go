@@ -284,9 +284,13 @@ const (
 )
 
 // answerBytes estimates what an answer of es holds while it is written: its items (listBytes) and their JSON
-// encoding, the largest wire format, which the encoder may hold whole.
-func answerBytes[P any](es []entry[P]) int64 {
-	n := listBytes(es)
+// encoding, the largest wire format, which the encoder may hold whole. A list whose JSON is written directly
+// (directjson.go) makes no items, but the format is known only as it is encoded, and room is taken before.
+func answerBytes[P any](es []entry[P]) int64 { return listBytes(es) + jsonBytes(es) }
+
+// jsonBytes estimates the JSON of es' items.
+func jsonBytes[P any](es []entry[P]) int64 {
+	var n int64
 	for i := range es {
 		if p, ok := any(es[i].point).(storage.PodPoint); ok {
 			n += jsonPodBytes + int64(len(p.Names))*jsonContainerBytes

@@ -11,12 +11,12 @@ import (
 )
 
 // TestServedJSONIsTheEncoders: through the real server, JSON lists of both versions, after each encoder's first,
-// are written from the selections (list_encodings_total{by="written"} counts them), and every answer is byte for
+// are written from the selections (list_encodings_total{by="direct"} counts them), and every answer is byte for
 // byte what the server's own codecs write for the objects it decodes to.
 func TestServedJSONIsTheEncoders(t *testing.T) {
 	ts := startTestServer(t)
 	admin := ts.httpClient(t, "alice", []string{"system:masters"})
-	written0, _ := testutil.GetCounterMetricValue(listEncodings.WithLabelValues("written"))
+	written0, _ := testutil.GetCounterMetricValue(listEncodings.WithLabelValues("direct"))
 	for _, v := range servedVersions {
 		enc := encoderFor(t, runtime.ContentTypeJSON, false, schema.GroupVersion{Group: "metrics.k8s.io", Version: v})
 		api := "/apis/metrics.k8s.io/" + v
@@ -40,7 +40,7 @@ func TestServedJSONIsTheEncoders(t *testing.T) {
 			}
 		}
 	}
-	written, _ := testutil.GetCounterMetricValue(listEncodings.WithLabelValues("written"))
+	written, _ := testutil.GetCounterMetricValue(listEncodings.WithLabelValues("direct"))
 	// Per version, the pod lists after its encoder's first are written (lists of the same pods share a build).
 	if got := written - written0; got < 2 {
 		t.Errorf("%v lists written from their selections, want at least one per version", got)

@@ -15,8 +15,8 @@ import (
 // to walk: under 2,000 HPAs, serving lists was most of the server's CPU, nearly all of it the reflection encoder
 // walking each item's maps and the collector freeing the items it made (BENCHMARKS.md, issue 29). What is written
 // is, byte for byte, what the apiserver's JSON encoder writes for the item inside a list (no kind or apiVersion):
-// the tests compare the two on every shape an entry can take, and an encoder is written for this way only once
-// one of its lists compared equal (jsonlists.go).
+// the tests compare the two on every shape an entry can take, and an encoder's lists are written directly only
+// once one of its lists compared equal (directjson.go).
 
 // appendPodJSON appends the JSON of e's PodMetrics item (podMetrics).
 func appendPodJSON(b []byte, e *entry[storage.PodPoint], rv string, created metav1.Time, s *jsonScratch) []byte {
@@ -28,9 +28,9 @@ func appendPodJSON(b []byte, e *entry[storage.PodPoint], rv string, created meta
 			b = append(b, ',')
 		}
 		b = append(b, `{"name":`...)
-		b = appendJSONString(b, name)
+		b = appendJSONString(b, name, s)
 		b = append(b, `,"usage":`...)
-		b = appendUsageJSON(b, e.point.Usages[i])
+		b = appendUsageJSON(b, e.point.Usages[i], s)
 		b = append(b, '}')
 	}
 	return append(b, "]}"...)
@@ -41,7 +41,7 @@ func appendNodeJSON(b []byte, e *entry[storage.NodePoint], rv string, created me
 	b = appendObjectMeta(b, &e.object, rv, created, s)
 	b = appendPointTime(b, e.point.Timestamp, e.point.Window, s)
 	b = append(b, `,"usage":`...)
-	b = appendUsageJSON(b, e.point.Usage)
+	b = appendUsageJSON(b, e.point.Usage, s)
 	return append(b, '}')
 }
 
@@ -57,13 +57,13 @@ func appendObjectMeta(b []byte, o *object, rv string, created metav1.Time, s *js
 		return append(b, key...)
 	}
 	if o.name != "" {
-		b = appendJSONString(field(b, `"name":`), o.name)
+		b = appendJSONString(field(b, `"name":`), o.name, s)
 	}
 	if o.namespace != "" {
-		b = appendJSONString(field(b, `"namespace":`), o.namespace)
+		b = appendJSONString(field(b, `"namespace":`), o.namespace, s)
 	}
 	if rv != "" {
-		b = appendJSONString(field(b, `"resourceVersion":`), rv)
+		b = appendJSONString(field(b, `"resourceVersion":`), rv, s)
 	}
 	if !created.IsZero() {
 		b = appendJSONTime(field(b, `"creationTimestamp":`), created.Time)
@@ -80,6 +80,8 @@ type jsonScratch struct {
 	window     time.Duration
 	windowJSON []byte
 	keys       []string
+	// failed: a value could not be written (a marshaller failed); the list is then made by its encoder.
+	failed bool
 }
 
 // appendPointTime writes an item's timestamp and window (as metav1.Duration does: its String, quoted).
@@ -88,7 +90,7 @@ func appendPointTime(b []byte, ts time.Time, window time.Duration, s *jsonScratc
 	b = appendJSONTime(b, ts)
 	b = append(b, `,"window":`...)
 	if s.windowJSON == nil || s.window != window {
-		s.window, s.windowJSON = window, appendJSONString(s.windowJSON[:0], window.String())
+		s.window, s.windowJSON = window, appendJSONString(s.windowJSON[:0], window.String(), s)
 	}
 	return append(b, s.windowJSON...)
 }
@@ -105,23 +107,23 @@ func appendJSONTime(b []byte, t time.Time) []byte {
 
 // appendUsageJSON writes a usage as its ResourceList (resourceList): keys in encoding/json's order, which sorts a
 // map's keys, and each quantity as Quantity.MarshalJSON writes it.
-func appendUsageJSON(b []byte, u storage.Usage) []byte {
+func appendUsageJSON(b []byte, u storage.Usage, s *jsonScratch) []byte {
 	b = append(b, `{"cpu":`...)
-	b = appendCPUJSON(b, u.CPU)
+	b = appendCPUJSON(b, u.CPU, s)
 	b = append(b, `,"memory":`...)
-	b = appendBytesJSON(b, u.Memory)
+	b = appendBytesJSON(b, u.Memory, s)
 	if swap, ok := u.Swap(); ok {
 		b = append(b, `,"`+string(resourceSwap)+`":`...)
-		b = appendBytesJSON(b, swap)
+		b = appendBytesJSON(b, swap, s)
 	}
 	return append(b, '}')
 }
 
 // appendQuantity writes q as Quantity.MarshalJSON does.
-func appendQuantity(b []byte, q resource.Quantity) []byte {
+func appendQuantity(b []byte, q resource.Quantity, s *jsonScratch) []byte {
 	data, err := q.MarshalJSON()
-	if err != nil { // it never fails
-		return append(b, `"0"`...)
+	if err != nil { // it never fails; should it, the encoder makes the list
+		s.failed = true
 	}
 	return append(b, data...)
 }
@@ -139,26 +141,27 @@ func appendStringMap(b []byte, m map[string]string, s *jsonScratch) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, k)
+		b = appendJSONString(b, k, s)
 		b = append(b, ':')
-		b = appendJSONString(b, m[k])
+		b = appendJSONString(b, m[k], s)
 	}
 	return append(b, '}')
 }
 
-// appendJSONString writes s as a JSON string as encoding/json does (HTML characters escaped, invalid UTF-8
+// appendJSONString writes str as a JSON string as encoding/json does (HTML characters escaped, invalid UTF-8
 // replaced). Names, label keys and values are plain ASCII that needs no escape; anything else goes through
 // encoding/json itself, so that its rules stay its own.
-func appendJSONString(b []byte, s string) []byte {
-	if !plainJSON(s) {
-		quoted, err := json.Marshal(s)
-		if err == nil { // a string always marshals
-			return append(b, quoted...)
-		}
+func appendJSONString(b []byte, str string, s *jsonScratch) []byte {
+	if plainJSON(str) {
+		b = append(b, '"')
+		b = append(b, str...)
+		return append(b, '"')
 	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
+	quoted, err := json.Marshal(str)
+	if err != nil { // a string always marshals; should it not, the encoder makes the list
+		s.failed = true
+	}
+	return append(b, quoted...)
 }
 
 // plainJSON reports whether s is written as it is between quotes: printable ASCII other than the quote, the

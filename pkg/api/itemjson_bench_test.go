@@ -27,8 +27,8 @@ func BenchmarkListJSON(b *testing.B) {
 				}
 			}
 		})
-		b.Run(fmt.Sprintf("%d/written", n), func(b *testing.B) {
-			j := newJSONLists()
+		b.Run(fmt.Sprintf("%d/direct", n), func(b *testing.B) {
+			j := newDirectJSON()
 			if _, err := encodeList[storage.PodPoint](podKind{}, es, "41", created, "json", enc, j); err != nil {
 				b.Fatal(err)
 			}

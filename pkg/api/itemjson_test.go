@@ -38,7 +38,7 @@ func assertWrittenAsEncoded[P any](t *testing.T, at string, k kind[P], enc runti
 	if err != nil || !ok {
 		t.Fatalf("%s: the empty list is not compact JSON (%v)", at, err)
 	}
-	if got := writeList(k, head, es, rv, created); !bytes.Equal(got, want.Bytes()) {
+	if got, ok := writeList(k, head, es, rv, created); !ok || !bytes.Equal(got, want.Bytes()) {
 		t.Errorf("%s: written\n%s\nthe encoder's\n%s", at, got, want.Bytes())
 	}
 }
@@ -105,18 +105,39 @@ func TestItemJSONAsTheEncoders(t *testing.T) {
 	}
 }
 
+// TestItemJSONAtExtremeTimes (the review's): times a kubelet or Prometheus may report (nanoseconds, years past 9999
+// or before 1, another zone) and windows at the int64 bounds are written as the encoder writes them.
+func TestItemJSONAtExtremeTimes(t *testing.T) {
+	zone := time.FixedZone("x", -(13*3600 + 17))
+	times := []time.Time{
+		time.Unix(0, 1), time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC), time.Unix(math.MaxInt64/4, 0),
+		time.Unix(math.MinInt64/4, 0), time.Date(2026, 1, 1, 0, 0, 0, 5, zone), time.Time{}.Add(time.Nanosecond),
+	}
+	for version, enc := range jsonEncoders(t) {
+		for _, ts := range times {
+			for _, w := range []time.Duration{math.MinInt64, math.MaxInt64, 0, -1, time.Microsecond} {
+				pod := entry[storage.PodPoint]{object: object{namespace: "ns", name: "p"}, point: storage.PodPoint{
+					Timestamp: ts, Window: w, Names: []string{"c"}, Usages: []storage.Usage{storageUsage(1, 1)}}}
+				assertWrittenAsEncoded(t, fmt.Sprintf("%s %v %v", version, ts, w), kind[storage.PodPoint](podKind{}),
+					enc, []entry[storage.PodPoint]{pod}, "1", metav1.NewTime(ts))
+			}
+		}
+	}
+}
+
 // FuzzItemJSON: a pod and a node of any names, labels, values and times are written as the encoder writes them.
 func FuzzItemJSON(f *testing.F) {
 	f.Add("ns", "pod", "app", "web", "c", uint64(1_500_000), uint64(1536), uint64(0), int64(15e9), int64(1.7e9), "42")
 	f.Add("n<s>", "p&\"", "\xff", "\u2028", "", uint64(math.MaxUint64), uint64(1<<63), uint64(7), int64(-1), int64(0), "")
-	enc := encoderFor(f, runtime.ContentTypeJSON, false, v1beta1.SchemeGroupVersion)
+	encoders := jsonEncoders(f)
 	f.Fuzz(func(t *testing.T, ns, name, key, value, container string, cpu, mem, swap uint64, window, unix int64, rv string) {
 		u := storage.Usage{CPU: cpu, Memory: mem}
 		if swap > 0 {
 			u = u.WithSwap(swap - 1)
 		}
 		// Times the API can carry: metav1.Time writes RFC 3339, which has four-digit years.
-		ts := time.Unix(unix%253402300799, 0)
+		ts := time.Unix(unix%253402300799, unix%1e9)
 		if ts.Year() < 1 {
 			ts = time.Time{}
 		}
@@ -125,6 +146,7 @@ func FuzzItemJSON(f *testing.F) {
 		pod := entry[storage.PodPoint]{object: object{namespace: ns, name: name, labels: labels},
 			point: storage.PodPoint{Timestamp: ts, Window: time.Duration(window), Names: []string{container, name},
 				Usages: []storage.Usage{u, u}}}
+		enc := encoders[servedVersions[int(uint64(unix)%2)]]
 		assertWrittenAsEncoded(t, "pod", kind[storage.PodPoint](podKind{}), enc, []entry[storage.PodPoint]{pod, pod}, rv, created)
 		node := entry[storage.NodePoint]{object: object{name: name, labels: labels},
 			point: storage.NodePoint{Timestamp: ts, Window: time.Duration(window), Usage: u}}
@@ -144,8 +166,8 @@ func FuzzQuantityJSON(f *testing.F) {
 			write func([]byte, uint64) []byte
 			q     resource.Quantity
 		}{
-			{"cpu", appendCPUJSON, uint64Quantity(v, resource.DecimalSI, -9)},
-			{"bytes", appendBytesJSON, uint64Quantity(v, resource.BinarySI, 0)},
+			{"cpu", func(b []byte, v uint64) []byte { return appendCPUJSON(b, v, &jsonScratch{}) }, uint64Quantity(v, resource.DecimalSI, -9)},
+			{"bytes", func(b []byte, v uint64) []byte { return appendBytesJSON(b, v, &jsonScratch{}) }, uint64Quantity(v, resource.BinarySI, 0)},
 		} {
 			want, err := c.q.MarshalJSON()
 			if err != nil {
@@ -172,10 +194,10 @@ func TestQuantityJSONAtRandom(t *testing.T) {
 		}
 		cpu, _ := uint64Quantity(v, resource.DecimalSI, -9).MarshalJSON()
 		mem, _ := uint64Quantity(v, resource.BinarySI, 0).MarshalJSON()
-		if got := appendCPUJSON(nil, v); string(got) != string(cpu) {
+		if got := appendCPUJSON(nil, v, &jsonScratch{}); string(got) != string(cpu) {
 			t.Fatalf("cpu %d: written %s, marshalled %s", v, got, cpu)
 		}
-		if got := appendBytesJSON(nil, v); string(got) != string(mem) {
+		if got := appendBytesJSON(nil, v, &jsonScratch{}); string(got) != string(mem) {
 			t.Fatalf("bytes %d: written %s, marshalled %s", v, got, mem)
 		}
 	}

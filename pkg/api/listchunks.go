@@ -8,8 +8,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// A full list's JSON is made from its items a chunk at a time, spliced between one envelope, so that making it
-// holds the items of one chunk, not of every object: the items of a large cluster's pods are several times their
+// When its encoder's JSON is not written directly from the entries (directjson.go: an encoder's first list, or
+// one found to differ), a full list's JSON is made from its items a chunk at a time, spliced between one envelope,
+// so that making it holds the items of one chunk, not of every object: the items of a large cluster's pods are several times their
 // JSON (a ResourceList map a container), and a list of every pod made them all at once, for an encoding that keeps
 // none of them (BENCHMARKS.md, "A full list's JSON by chunks"). Compact JSON alone is spliced: the chunks' envelopes
 // (kind, apiVersion, metadata) are equal and the items come last, so every chunk is that envelope's head, its
@@ -29,22 +30,18 @@ var (
 	jsonListTail = []byte("]}\n")
 )
 
-// encodeList makes encode's encoding (named id) of the list of es (version rv, made at created): written from the
-// entries when the encoder is known to write compact JSON as they are written (jsonlists.go), else by chunks when
-// it is compact JSON, else from every item at once.
+// encodeList makes encode's encoding (named id) of the list of es (version rv, made at created): written directly
+// from the entries when the encoder is known to write compact JSON as they are written (directjson.go), else by
+// the encoder, by chunks when it is compact JSON, else from every item at once.
 func encodeList[P any](k kind[P], es []entry[P], rv string, created metav1.Time, id runtime.Identifier,
-	encode encodeFunc, j *jsonLists) ([]byte, error) {
+	encode encodeFunc, j *directJSON) ([]byte, error) {
 	if j != nil {
-		data, written, err := writtenList(j, k, es, rv, created, id, encode)
+		data, direct, err := directList(j, k, es, rv, created, id, encode)
 		if err != nil {
 			return nil, err
 		}
-		if written != nil {
-			listEncodings.WithLabelValues("written").Inc()
-			return written, nil
-		}
 		if data != nil {
-			listEncodings.WithLabelValues("encoder").Inc()
+			listEncodings.WithLabelValues(map[bool]string{true: "direct", false: "encoder"}[direct]).Inc()
 			return data, nil
 		}
 	}

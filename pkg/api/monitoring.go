@@ -70,7 +70,7 @@ var (
 		Namespace:      "metrics_ring",
 		Subsystem:      "api",
 		Name:           "list_encodings_total",
-		Help:           "Encodings of kept lists made, by how: written (compact JSON written from the selection, the encoder's first list having compared equal) or encoder (the apiserver's encoder: protobuf, YAML, pretty JSON, an encoder's first list, or JSON found to differ, which is logged).",
+		Help:           "Encodings of kept lists made, by how: direct (compact JSON written directly from the selection, the encoder's first list having compared equal) or encoder (made by the apiserver's encoder: protobuf, YAML, pretty JSON, an encoder's first list, or JSON found to differ, which is logged).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"by"})
 	pagesContinuedFromNewest = metrics.NewCounterVec(&metrics.CounterOpts{

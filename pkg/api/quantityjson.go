@@ -20,21 +20,21 @@ var decimalSuffixes = [...]string{"n", "u", "m", "", "k", "M", "G", "T", "P", "E
 var binarySuffixes = [...]string{"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"}
 
 // appendCPUJSON writes nanocores as uint64Quantity(nanocores, DecimalSI, -9) marshals.
-func appendCPUJSON(b []byte, nanocores uint64) []byte {
+func appendCPUJSON(b []byte, nanocores uint64, s *jsonScratch) []byte {
 	if nanocores > math.MaxInt64 {
-		return appendQuantity(b, uint64Quantity(nanocores, resource.DecimalSI, -9))
+		return appendQuantity(b, uint64Quantity(nanocores, resource.DecimalSI, -9), s)
 	}
 	if out, ok := appendDecimal(append(b, '"'), int64(nanocores), -9); ok {
 		return append(out, '"')
 	}
-	return appendQuantity(b, uint64Quantity(nanocores, resource.DecimalSI, -9))
+	return appendQuantity(b, uint64Quantity(nanocores, resource.DecimalSI, -9), s)
 }
 
 // appendBytesJSON writes bytes as uint64Quantity(bytes, BinarySI, 0) marshals: below 1,024 as DecimalSI; else a
 // whole number of the largest power of 1,024 that divides it.
-func appendBytesJSON(b []byte, bytes uint64) []byte {
+func appendBytesJSON(b []byte, bytes uint64, s *jsonScratch) []byte {
 	if bytes > math.MaxInt64 {
-		return appendQuantity(b, uint64Quantity(bytes, resource.BinarySI, 0))
+		return appendQuantity(b, uint64Quantity(bytes, resource.BinarySI, 0), s)
 	}
 	b = append(b, '"')
 	if bytes < 1024 {
