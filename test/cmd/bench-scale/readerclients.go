@@ -245,7 +245,9 @@ func getPage(ctx context.Context, hc *http.Client, url string) (int, podPage, ti
 		return resp.StatusCode, page, 0, fmt.Errorf("decoding a page: %w", err)
 	}
 	page.items = len(page.Items)
-	return resp.StatusCode, page, 0, nil
+	// To its end, so that the connection is kept (get, measure.go).
+	_, err = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, page, 0, err
 }
 
 func pause(ctx context.Context, d time.Duration) {
