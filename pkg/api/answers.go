@@ -284,8 +284,8 @@ const (
 )
 
 // answerBytes estimates what an answer of es holds while it is written: its items (listBytes) and their JSON
-// encoding, the largest wire format, which the encoder may hold whole. A list whose JSON is written directly
-// (directjson.go) makes no items, but the format is known only as it is encoded, and room is taken before.
+// encoding, the largest wire format, which the encoder may hold whole. A list written directly
+// (directlists.go) makes no items, but the format is known only as it is encoded, and room is taken before.
 func answerBytes[P any](es []entry[P]) int64 { return listBytes(es) + jsonBytes(es) }
 
 // jsonBytes estimates the JSON of es' items.

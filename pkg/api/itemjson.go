@@ -16,10 +16,10 @@ import (
 // walking each item's maps and the collector freeing the items it made (BENCHMARKS.md, issue 29). What is written
 // is, byte for byte, what the apiserver's JSON encoder writes for the item inside a list (no kind or apiVersion):
 // the tests compare the two on every shape an entry can take, and an encoder's lists are written directly only
-// once one of its lists compared equal (directjson.go).
+// once one of its lists compared equal (directlists.go).
 
 // appendPodJSON appends the JSON of e's PodMetrics item (podMetrics).
-func appendPodJSON(b []byte, e *entry[storage.PodPoint], rv string, created metav1.Time, s *jsonScratch) []byte {
+func appendPodJSON(b []byte, e *entry[storage.PodPoint], rv string, created metav1.Time, s *itemScratch) []byte {
 	b = appendObjectMeta(b, &e.object, rv, created, s)
 	b = appendPointTime(b, e.point.Timestamp, e.point.Window, s)
 	b = append(b, `,"containers":[`...)
@@ -37,7 +37,7 @@ func appendPodJSON(b []byte, e *entry[storage.PodPoint], rv string, created meta
 }
 
 // appendNodeJSON appends the JSON of e's NodeMetrics item (nodeMetrics).
-func appendNodeJSON(b []byte, e *entry[storage.NodePoint], rv string, created metav1.Time, s *jsonScratch) []byte {
+func appendNodeJSON(b []byte, e *entry[storage.NodePoint], rv string, created metav1.Time, s *itemScratch) []byte {
 	b = appendObjectMeta(b, &e.object, rv, created, s)
 	b = appendPointTime(b, e.point.Timestamp, e.point.Window, s)
 	b = append(b, `,"usage":`...)
@@ -47,7 +47,7 @@ func appendNodeJSON(b []byte, e *entry[storage.NodePoint], rv string, created me
 
 // appendObjectMeta opens an item and writes its metadata, the fields podMetrics and nodeMetrics set, each omitted
 // when empty as ObjectMeta's tags say.
-func appendObjectMeta(b []byte, o *object, rv string, created metav1.Time, s *jsonScratch) []byte {
+func appendObjectMeta(b []byte, o *object, rv string, created metav1.Time, s *itemScratch) []byte {
 	b = append(b, `{"metadata":{`...)
 	n := len(b)
 	field := func(b []byte, key string) []byte {
@@ -74,18 +74,23 @@ func appendObjectMeta(b []byte, o *object, rv string, created metav1.Time, s *js
 	return append(b, '}')
 }
 
-// jsonScratch is what writing a list's items reuses from one item to the next: the last window written (a list's
+// itemScratch is what writing a list's items reuses from one item to the next: the last window written (a list's
 // windows are nearly all equal) and room to sort label keys.
-type jsonScratch struct {
+type itemScratch struct {
 	window     time.Duration
 	windowJSON []byte
 	keys       []string
 	// failed: a value could not be written (a marshaller failed); the list is then made by its encoder.
 	failed bool
+	// quantity holds a quantity's JSON on its way into protobuf (itemproto.go).
+	quantity []byte
 }
 
+// newItemScratch is a scratch for writing one list.
+func newItemScratch() *itemScratch { return &itemScratch{quantity: make([]byte, 0, 48)} }
+
 // appendPointTime writes an item's timestamp and window (as metav1.Duration does: its String, quoted).
-func appendPointTime(b []byte, ts time.Time, window time.Duration, s *jsonScratch) []byte {
+func appendPointTime(b []byte, ts time.Time, window time.Duration, s *itemScratch) []byte {
 	b = append(b, `,"timestamp":`...)
 	b = appendJSONTime(b, ts)
 	b = append(b, `,"window":`...)
@@ -107,7 +112,7 @@ func appendJSONTime(b []byte, t time.Time) []byte {
 
 // appendUsageJSON writes a usage as its ResourceList (resourceList): keys in encoding/json's order, which sorts a
 // map's keys, and each quantity as Quantity.MarshalJSON writes it.
-func appendUsageJSON(b []byte, u storage.Usage, s *jsonScratch) []byte {
+func appendUsageJSON(b []byte, u storage.Usage, s *itemScratch) []byte {
 	b = append(b, `{"cpu":`...)
 	b = appendCPUJSON(b, u.CPU, s)
 	b = append(b, `,"memory":`...)
@@ -120,7 +125,7 @@ func appendUsageJSON(b []byte, u storage.Usage, s *jsonScratch) []byte {
 }
 
 // appendQuantity writes q as Quantity.MarshalJSON does.
-func appendQuantity(b []byte, q resource.Quantity, s *jsonScratch) []byte {
+func appendQuantity(b []byte, q resource.Quantity, s *itemScratch) []byte {
 	data, err := q.MarshalJSON()
 	if err != nil { // it never fails; should it, the encoder makes the list
 		s.failed = true
@@ -129,7 +134,7 @@ func appendQuantity(b []byte, q resource.Quantity, s *jsonScratch) []byte {
 }
 
 // appendStringMap writes m as encoding/json does: keys sorted by their bytes.
-func appendStringMap(b []byte, m map[string]string, s *jsonScratch) []byte {
+func appendStringMap(b []byte, m map[string]string, s *itemScratch) []byte {
 	keys := s.keys[:0]
 	for k := range m {
 		keys = append(keys, k)
@@ -151,7 +156,7 @@ func appendStringMap(b []byte, m map[string]string, s *jsonScratch) []byte {
 // appendJSONString writes str as a JSON string as encoding/json does (HTML characters escaped, invalid UTF-8
 // replaced). Names, label keys and values are plain ASCII that needs no escape; anything else goes through
 // encoding/json itself, so that its rules stay its own.
-func appendJSONString(b []byte, str string, s *jsonScratch) []byte {
+func appendJSONString(b []byte, str string, s *itemScratch) []byte {
 	if plainJSON(str) {
 		b = append(b, '"')
 		b = append(b, str...)

@@ -18,11 +18,15 @@ import (
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
-// jsonEncoders are the compact JSON encoders of both served versions.
+// jsonEncoders are the encoders whose lists are written directly, compact JSON and protobuf, of both served
+// versions.
 func jsonEncoders(t testing.TB) map[string]runtime.Encoder {
+	v1 := schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1"}
 	return map[string]runtime.Encoder{
-		"v1beta1": encoderFor(t, runtime.ContentTypeJSON, false, v1beta1.SchemeGroupVersion),
-		"v1":      encoderFor(t, runtime.ContentTypeJSON, false, schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1"}),
+		"json v1beta1":     encoderFor(t, runtime.ContentTypeJSON, false, v1beta1.SchemeGroupVersion),
+		"json v1":          encoderFor(t, runtime.ContentTypeJSON, false, v1),
+		"protobuf v1beta1": encoderFor(t, runtime.ContentTypeProtobuf, false, v1beta1.SchemeGroupVersion),
+		"protobuf v1":      encoderFor(t, runtime.ContentTypeProtobuf, false, v1),
 	}
 }
 
@@ -34,12 +38,18 @@ func assertWrittenAsEncoded[P any](t *testing.T, at string, k kind[P], enc runti
 	if err := enc.Encode(k.list(es, rv, created), &want); err != nil {
 		t.Fatalf("%s: %v", at, err)
 	}
-	head, ok, err := jsonHead(k, rv, created, enc.Encode)
+	env, ok, err := envelopeOf(k, rv, created, enc.Encode)
 	if err != nil || !ok {
-		t.Fatalf("%s: the empty list is not compact JSON (%v)", at, err)
+		t.Fatalf("%s: the empty list is neither compact JSON nor protobuf (%v)", at, err)
 	}
-	if got, ok := writeList(k, head, es, rv, created); !ok || !bytes.Equal(got, want.Bytes()) {
-		t.Errorf("%s: written\n%s\nthe encoder's\n%s", at, got, want.Bytes())
+	var got []byte
+	if env.proto {
+		got, ok = writeProtoList(k, env, es, rv, created)
+	} else {
+		got, ok = writeList(k, env.head, es, rv, created)
+	}
+	if !ok || !bytes.Equal(got, want.Bytes()) {
+		t.Errorf("%s: written\n%q\nthe encoder's\n%q", at, got, want.Bytes())
 	}
 }
 
@@ -146,7 +156,7 @@ func FuzzItemJSON(f *testing.F) {
 		pod := entry[storage.PodPoint]{object: object{namespace: ns, name: name, labels: labels},
 			point: storage.PodPoint{Timestamp: ts, Window: time.Duration(window), Names: []string{container, name},
 				Usages: []storage.Usage{u, u}}}
-		enc := encoders[servedVersions[int(uint64(unix)%2)]]
+		enc := encoders[[]string{"json v1beta1", "json v1", "protobuf v1beta1", "protobuf v1"}[uint64(unix)%4]]
 		assertWrittenAsEncoded(t, "pod", kind[storage.PodPoint](podKind{}), enc, []entry[storage.PodPoint]{pod, pod}, rv, created)
 		node := entry[storage.NodePoint]{object: object{name: name, labels: labels},
 			point: storage.NodePoint{Timestamp: ts, Window: time.Duration(window), Usage: u}}
@@ -166,8 +176,8 @@ func FuzzQuantityJSON(f *testing.F) {
 			write func([]byte, uint64) []byte
 			q     resource.Quantity
 		}{
-			{"cpu", func(b []byte, v uint64) []byte { return appendCPUJSON(b, v, &jsonScratch{}) }, uint64Quantity(v, resource.DecimalSI, -9)},
-			{"bytes", func(b []byte, v uint64) []byte { return appendBytesJSON(b, v, &jsonScratch{}) }, uint64Quantity(v, resource.BinarySI, 0)},
+			{"cpu", func(b []byte, v uint64) []byte { return appendCPUJSON(b, v, &itemScratch{}) }, uint64Quantity(v, resource.DecimalSI, -9)},
+			{"bytes", func(b []byte, v uint64) []byte { return appendBytesJSON(b, v, &itemScratch{}) }, uint64Quantity(v, resource.BinarySI, 0)},
 		} {
 			want, err := c.q.MarshalJSON()
 			if err != nil {
@@ -194,10 +204,10 @@ func TestQuantityJSONAtRandom(t *testing.T) {
 		}
 		cpu, _ := uint64Quantity(v, resource.DecimalSI, -9).MarshalJSON()
 		mem, _ := uint64Quantity(v, resource.BinarySI, 0).MarshalJSON()
-		if got := appendCPUJSON(nil, v, &jsonScratch{}); string(got) != string(cpu) {
+		if got := appendCPUJSON(nil, v, &itemScratch{}); string(got) != string(cpu) {
 			t.Fatalf("cpu %d: written %s, marshalled %s", v, got, cpu)
 		}
-		if got := appendBytesJSON(nil, v, &jsonScratch{}); string(got) != string(mem) {
+		if got := appendBytesJSON(nil, v, &itemScratch{}); string(got) != string(mem) {
 			t.Fatalf("bytes %d: written %s, marshalled %s", v, got, mem)
 		}
 	}

@@ -69,7 +69,9 @@ type kind[P any] interface {
 	item(e *entry[P], rv string, created metav1.Time) runtime.Object
 	// appendJSON appends the compact JSON of one entry's item in a list, as the apiserver's encoder writes it
 	// (itemjson.go).
-	appendJSON(b []byte, e *entry[P], rv string, created metav1.Time, s *jsonScratch) []byte
+	appendJSON(b []byte, e *entry[P], rv string, created metav1.Time, s *itemScratch) []byte
+	// appendProto writes the protobuf of one entry's item before p's content (itemproto.go).
+	appendProto(p *protoBack, e *entry[P], rv string, created metav1.Time, s *itemScratch)
 	// list builds the API list of entries, with resourceVersion rv.
 	list(es []entry[P], rv string, created metav1.Time) runtime.Object
 	// shared wraps a list built by list for sharing between requests (sharedNodeList, sharedPodList).

@@ -14,8 +14,8 @@ import (
 // several times their JSON (BENCHMARKS.md, issue 26 finding 1 (c)): keeping them made a 30,000-pod list too large
 // for the default keeper budget, so every list of all pods built again. The items are made again from the entries
 // only for a request that needs them (an encoding not yet made, a table, GetObject), within that request's answer
-// budget, and let go of after; compact JSON is written directly from the entries without items (directjson.go),
-// or else made a chunk of items at a time (listchunks.go). A request the
+// budget, and let go of after; compact JSON and protobuf are written directly from the entries without items
+// (directlists.go), other JSON made a chunk of items at a time (listchunks.go). A request the
 // apiserver converts (a table, metadata only) gets its own (fullList). The build's readers share one listCore; each
 // request gets a leanList of its own carrying its context (for the answer budget and build slots), except calls
 // from outside the handler, which share one.

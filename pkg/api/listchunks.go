@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// When its encoder's JSON is not written directly from the entries (directjson.go: an encoder's first list, or
+// When its encoder's JSON is not written directly from the entries (directlists.go: an encoder's first list, or
 // one found to differ), a full list's JSON is made from its items a chunk at a time, spliced between one envelope,
 // so that making it holds the items of one chunk, not of every object: the items of a large cluster's pods are several times their
 // JSON (a ResourceList map a container), and a list of every pod made them all at once, for an encoding that keeps
@@ -31,10 +31,10 @@ var (
 )
 
 // encodeList makes encode's encoding (named id) of the list of es (version rv, made at created): written directly
-// from the entries when the encoder is known to write compact JSON as they are written (directjson.go), else by
+// from the entries when the encoder is known to write them as they are written (directlists.go), else by
 // the encoder, by chunks when it is compact JSON, else from every item at once.
 func encodeList[P any](k kind[P], es []entry[P], rv string, created metav1.Time, id runtime.Identifier,
-	encode encodeFunc, j *directJSON) ([]byte, error) {
+	encode encodeFunc, j *directLists) ([]byte, error) {
 	if j != nil {
 		data, direct, err := directList(j, k, es, rv, created, id, encode)
 		if err != nil {

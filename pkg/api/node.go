@@ -136,6 +136,10 @@ func (nodeKind) each(snap storage.Snapshot, f func(namespace, name string)) {
 	snap.Each(func(name string) { f("", name) }, nil)
 }
 
-func (nodeKind) appendJSON(b []byte, e *entry[storage.NodePoint], rv string, created metav1.Time, s *jsonScratch) []byte {
+func (nodeKind) appendJSON(b []byte, e *entry[storage.NodePoint], rv string, created metav1.Time, s *itemScratch) []byte {
 	return appendNodeJSON(b, e, rv, created, s)
+}
+
+func (nodeKind) appendProto(p *protoBack, e *entry[storage.NodePoint], rv string, created metav1.Time, s *itemScratch) {
+	nodeProto(p, e, rv, created, s)
 }

@@ -194,6 +194,10 @@ func podRow(m *metrics.PodMetrics) metav1.TableRow {
 
 func (podKind) each(snap storage.Snapshot, f func(namespace, name string)) { snap.Each(nil, f) }
 
-func (podKind) appendJSON(b []byte, e *entry[storage.PodPoint], rv string, created metav1.Time, s *jsonScratch) []byte {
+func (podKind) appendJSON(b []byte, e *entry[storage.PodPoint], rv string, created metav1.Time, s *itemScratch) []byte {
 	return appendPodJSON(b, e, rv, created, s)
+}
+
+func (podKind) appendProto(p *protoBack, e *entry[storage.PodPoint], rv string, created metav1.Time, s *itemScratch) {
+	podProto(p, e, rv, created, s)
 }

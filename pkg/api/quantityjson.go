@@ -20,7 +20,7 @@ var decimalSuffixes = [...]string{"n", "u", "m", "", "k", "M", "G", "T", "P", "E
 var binarySuffixes = [...]string{"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"}
 
 // appendCPUJSON writes nanocores as uint64Quantity(nanocores, DecimalSI, -9) marshals.
-func appendCPUJSON(b []byte, nanocores uint64, s *jsonScratch) []byte {
+func appendCPUJSON(b []byte, nanocores uint64, s *itemScratch) []byte {
 	if nanocores > math.MaxInt64 {
 		return appendQuantity(b, uint64Quantity(nanocores, resource.DecimalSI, -9), s)
 	}
@@ -32,7 +32,7 @@ func appendCPUJSON(b []byte, nanocores uint64, s *jsonScratch) []byte {
 
 // appendBytesJSON writes bytes as uint64Quantity(bytes, BinarySI, 0) marshals: below 1,024 as DecimalSI; else a
 // whole number of the largest power of 1,024 that divides it.
-func appendBytesJSON(b []byte, bytes uint64, s *jsonScratch) []byte {
+func appendBytesJSON(b []byte, bytes uint64, s *itemScratch) []byte {
 	if bytes > math.MaxInt64 {
 		return appendQuantity(b, uint64Quantity(bytes, resource.BinarySI, 0), s)
 	}

@@ -27,7 +27,7 @@ type metricsREST[P any] struct {
 	answers *answerBudget
 	watches *watchHub
 	feeds   *watchFeeds[P]
-	direct  *directJSON // which encoders' lists are written directly from entries
+	direct  *directLists // which encoders' lists are written directly from entries
 }
 
 var (
@@ -63,7 +63,7 @@ func newReaders(d Deps) readers {
 
 func newMetricsREST[P any](m Snapshots, k kind[P], r readers) *metricsREST[P] {
 	s := &metricsREST[P]{info: k.info(), run: r.run, kind: k, snaps: m, now: metav1.Now, limit: r.limit,
-		answers: r.answers, watches: r.watches, direct: newDirectJSON()}
+		answers: r.answers, watches: r.watches, direct: newDirectLists()}
 	s.builds = newBuildCache(s, r.keeper)
 	s.feeds = newFeeds(s)
 	return s

@@ -29,9 +29,10 @@ func (k *itemCountingPods) list(es []entry[storage.PodPoint], rv string, created
 	return k.podKind.list(es, rv, created)
 }
 
-// TestListsWrittenDirectlyOnceAnEncoderAgrees: a compact JSON encoder's lists are written from the entries, with no
-// item made, once its first list with items compared equal; every answer is the encoder's bytes. Other formats,
-// and a JSON encoder whose items differ from the written ones, keep making items and encoding them.
+// TestListsWrittenDirectlyOnceAnEncoderAgrees: a compact JSON or protobuf encoder's lists are written from the
+// entries, with no item made, once its first list with items compared equal; every answer is the encoder's bytes.
+// Other formats (pretty JSON, YAML), and a JSON encoder whose items differ from the written ones, keep making
+// items and encoding them.
 func TestListsWrittenDirectlyOnceAnEncoderAgrees(t *testing.T) {
 	registerMetrics()
 	created := metav1.NewTime(sampleTime)
@@ -55,11 +56,11 @@ func TestListsWrittenDirectlyOnceAnEncoderAgrees(t *testing.T) {
 		{"json v1", encoderFor(t, runtime.ContentTypeJSON, false, schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1"}).Encode, true},
 		{"pretty json", encoderFor(t, runtime.ContentTypeJSON, true, v1beta1.SchemeGroupVersion).Encode, false},
 		{"yaml", encoderFor(t, runtime.ContentTypeYAML, false, v1beta1.SchemeGroupVersion).Encode, false},
-		{"protobuf", encoderFor(t, runtime.ContentTypeProtobuf, false, v1beta1.SchemeGroupVersion).Encode, false},
+		{"protobuf", encoderFor(t, runtime.ContentTypeProtobuf, false, v1beta1.SchemeGroupVersion).Encode, true},
 		{"json that differs", differs, false},
 	}
 	for _, c := range cases {
-		j := newDirectJSON()
+		j := newDirectLists()
 		id := runtime.Identifier(c.name)
 		for i, n := range []int{0, 15, 15, 1234, 15} {
 			k := &itemCountingPods{}
@@ -105,7 +106,7 @@ func bulkyLabels(n int) map[string]string {
 func TestDirectListAllocatesAboutItsSize(t *testing.T) {
 	created := metav1.NewTime(sampleTime)
 	enc := encoderFor(t, runtime.ContentTypeJSON, false, v1beta1.SchemeGroupVersion).Encode
-	j := newDirectJSON()
+	j := newDirectLists()
 	if _, err := encodeList[storage.PodPoint](podKind{}, labeledPodEntries(3), "41", created, "json", enc, j); err != nil {
 		t.Fatal(err)
 	}
@@ -126,11 +127,11 @@ func TestDirectListAllocatesAboutItsSize(t *testing.T) {
 }
 
 // TestDirectListsConcurrently (the review's): lists of several resourceVersions written at once through one
-// directJSON are each the encoder's bytes (run with -race).
+// directLists are each the encoder's bytes (run with -race).
 func TestDirectListsConcurrently(t *testing.T) {
 	created := metav1.NewTime(sampleTime)
 	enc := encoderFor(t, runtime.ContentTypeJSON, false, v1beta1.SchemeGroupVersion).Encode
-	j := newDirectJSON()
+	j := newDirectLists()
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
 		wg.Go(func() {
