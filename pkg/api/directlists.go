@@ -12,11 +12,11 @@ import (
 // directLists decides, per encoder, whether a list's compact JSON or protobuf is written directly from its entries
 // (itemjson.go, itemproto.go) or made by the encoder: an encoder the apiserver names by an identifier has its lists
 // written directly once its first list with items, made by it, is byte for byte the one written directly; an
-// encoder whose list differs, or that writes another format (pretty JSON, YAML), keeps making its lists. The comparison is made once per encoder and per process, on
-// whatever that first list holds: what guards every other input (escapes, invalid UTF-8, extreme values) is
-// TestItemJSONAsTheEncoders and the fuzzers, to run again whenever the Kubernetes modules change. What the encoder
-// alone knows, the list's envelope (kind, apiVersion, metadata), is its own encoding of the empty list, kept for
-// the last resourceVersion asked.
+// encoder whose list differs, or that writes another format (pretty JSON, YAML), keeps making its lists. The
+// comparison is made once per encoder and per process, on whatever that first list holds: what guards every
+// other input (escapes, invalid UTF-8, extreme values) is TestItemsAsTheEncoders and the fuzzers, to run again
+// whenever the Kubernetes modules change. What the encoder alone knows, the list's envelope (kind, apiVersion,
+// metadata), is its own encoding of the empty list, kept for the last resourceVersion asked.
 type directLists struct {
 	mu   sync.Mutex
 	byID map[runtime.Identifier]*encoderVerdict
@@ -48,7 +48,7 @@ func (j *directLists) verdict(id runtime.Identifier) (encoderVerdict, bool) {
 	return *v, true
 }
 
-// learn records what id's encoder was found to do, and the head made for rv.
+// learn records what id's encoder was found to do, and the envelope made for rv.
 func (j *directLists) learn(id runtime.Identifier, v encoderVerdict) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -59,8 +59,8 @@ func (j *directLists) learn(id runtime.Identifier, v encoderVerdict) {
 }
 
 // directList is id's encoding of the list of es. direct says it was written directly from the entries; without
-// data, the encoder must make it (not compact JSON, found to differ, not yet compared on a list with items, one
-// identifier too many, or an item that could not be written). An encoder's first list with items is both written
+// data, the encoder must make it (neither compact JSON nor protobuf, found to differ, not yet compared on a list
+// with items, one identifier too many, or an item that could not be written). An encoder's first list with items is both written
 // directly and made by the encoder, the two compared, and the encoder's returned.
 func directList[P any](j *directLists, k kind[P], es []entry[P], rv string, created metav1.Time,
 	id runtime.Identifier, encode encodeFunc) (data []byte, direct bool, err error) {
@@ -157,16 +157,17 @@ const pooledListBytes = 256 << 10
 var listBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
 
 // envelope is what the encoder alone knows of a list, from its encoding of the empty list: for compact JSON, its
-// head up to the items' opening bracket; for protobuf (proto), the envelope's fields before the list (head), the
-// empty list itself (its ListMeta: raw) and the fields after it (tail).
+// head up to the items' opening bracket; for protobuf (proto), the Unknown's fields before the list (head), the
+// empty list itself (its ListMeta field) and the fields after it (tail).
 type envelope struct {
-	proto           bool
-	head, raw, tail []byte
+	proto                bool
+	head, listMeta, tail []byte
 }
 
 // envelopeOf is the envelope of encode's encoding of the empty list at rv; ok is false when it is neither compact
 // JSON nor Kubernetes' protobuf.
-func envelopeOf[P any](k kind[P], rv string, created metav1.Time, encode encodeFunc) (env envelope, ok bool, err error) {
+func envelopeOf[P any](k kind[P], rv string, created metav1.Time,
+	encode encodeFunc) (env envelope, ok bool, err error) {
 	var buf bytes.Buffer
 	if err := encode(k.list(nil, rv, created), &buf); err != nil {
 		return envelope{}, false, err
@@ -175,5 +176,6 @@ func envelopeOf[P any](k kind[P], rv string, created metav1.Time, encode encodeF
 	if len(b) > 0 && b[0] == '{' && bytes.HasSuffix(b, []byte(`"items":[]}`+"\n")) {
 		return envelope{head: bytes.Clone(b[:len(b)-len("]}\n")])}, true, nil
 	}
-	return protoEnvelope(b)
+	env, ok = protoEnvelope(b)
+	return env, ok, nil
 }

@@ -39,7 +39,19 @@ func (p *protoBack) room(n int) {
 	p.b, p.i = nb, len(nb)-size
 }
 
-func (p *protoBack) raw(s string) {
+// reserve makes the buffer total bytes long, when that is more, keeping the content at its end: what a list is
+// extrapolated to need, so that it is not copied again as it grows nor trimmed after.
+func (p *protoBack) reserve(total int) {
+	if total <= len(p.b) {
+		return
+	}
+	size := p.size()
+	nb := make([]byte, total)
+	copy(nb[total-size:], p.b[p.i:])
+	p.b, p.i = nb, total-size
+}
+
+func (p *protoBack) put(s string) {
 	p.room(len(s))
 	p.i -= len(s)
 	copy(p.b[p.i:], s)
@@ -59,7 +71,7 @@ func (p *protoBack) tag(t byte) {
 	p.b[p.i] = t
 }
 
-func (p *protoBack) rawBytes(b []byte) {
+func (p *protoBack) putBytes(b []byte) {
 	p.room(len(b))
 	p.i -= len(b)
 	copy(p.b[p.i:], b)
@@ -67,14 +79,14 @@ func (p *protoBack) rawBytes(b []byte) {
 
 // str writes a string field.
 func (p *protoBack) str(tag byte, s string) {
-	p.raw(s)
+	p.put(s)
 	p.varint(uint64(len(s)))
 	p.tag(tag)
 }
 
 // strBytes writes a string field given as bytes.
 func (p *protoBack) strBytes(tag byte, b []byte) {
-	p.rawBytes(b)
+	p.putBytes(b)
 	p.varint(uint64(len(b)))
 	p.tag(tag)
 }
@@ -138,10 +150,10 @@ func objectMetaProto(p *protoBack, o *object, rv string, created metav1.Time, s 
 		slices.Sort(keys)
 		s.keys = keys
 		for i := len(keys) - 1; i >= 0; i-- {
-			entry := p.size()
+			at := p.size()
 			p.str(0x12, o.labels[keys[i]])
 			p.str(0xa, keys[i])
-			p.closeMessage(0x5a, entry)
+			p.closeMessage(0x5a, at)
 		}
 	}
 	timeProto(p, 0x42, created.Time)
@@ -160,19 +172,22 @@ func objectMetaProto(p *protoBack, o *object, rv string, created metav1.Time, s 
 // memory, swap), each a key and a Quantity message of its canonical string.
 func usageProto(p *protoBack, tag byte, u storage.Usage, s *itemScratch) {
 	if swap, ok := u.Swap(); ok {
-		quantityEntryProto(p, tag, string(resourceSwap), appendBytesJSON(s.quantity[:0], swap, s))
+		quantityEntryProto(p, tag, string(resourceSwap), appendBytesJSON(s.quantity[:0], swap, s), s)
 	}
-	quantityEntryProto(p, tag, "memory", appendBytesJSON(s.quantity[:0], u.Memory, s))
-	quantityEntryProto(p, tag, "cpu", appendCPUJSON(s.quantity[:0], u.CPU, s))
+	quantityEntryProto(p, tag, "memory", appendBytesJSON(s.quantity[:0], u.Memory, s), s)
+	quantityEntryProto(p, tag, "cpu", appendCPUJSON(s.quantity[:0], u.CPU, s), s)
 }
 
 // quantityEntryProto writes one map entry of a ResourceList; quoted is the quantity's JSON (its canonical string,
-// quoted).
-func quantityEntryProto(p *protoBack, tag byte, key string, quoted []byte) {
+// quoted), which a marshaller that failed leaves without quotes: the list is then made by its encoder.
+func quantityEntryProto(p *protoBack, tag byte, key string, quoted []byte, s *itemScratch) {
+	if len(quoted) < 2 {
+		s.failed = true
+		return
+	}
 	from := p.size()
-	value := p.size()
 	p.strBytes(0xa, quoted[1:len(quoted)-1])
-	p.closeMessage(0x12, value)
+	p.closeMessage(0x12, from)
 	p.str(0xa, key)
 	p.closeMessage(tag, from)
 }

@@ -18,9 +18,9 @@ import (
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
-// jsonEncoders are the encoders whose lists are written directly, compact JSON and protobuf, of both served
+// directEncoders are the encoders whose lists are written directly, compact JSON and protobuf, of both served
 // versions.
-func jsonEncoders(t testing.TB) map[string]runtime.Encoder {
+func directEncoders(t testing.TB) map[string]runtime.Encoder {
 	v1 := schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1"}
 	return map[string]runtime.Encoder{
 		"json v1beta1":     encoderFor(t, runtime.ContentTypeJSON, false, v1beta1.SchemeGroupVersion),
@@ -62,10 +62,10 @@ func manyLabels(n int) map[string]string {
 	return m
 }
 
-// TestItemJSONAsTheEncoders: every shape an entry can take is written as both versions' JSON encoders write it:
+// TestItemsAsTheEncoders: every shape an entry can take is written as both versions' JSON encoders write it:
 // labels that need escaping (HTML characters, quotes, control characters, invalid UTF-8, U+2028), more labels than
 // a small array holds, times zero and not, windows, containers none to several, swap, values past int64.
-func TestItemJSONAsTheEncoders(t *testing.T) {
+func TestItemsAsTheEncoders(t *testing.T) {
 	created := metav1.NewTime(sampleTime.Add(-time.Hour))
 	odd := map[string]string{"a<b>": "x&y", "lt": "<", "gt": ">", "amp": "&", `q"uote`: `back\slash`, "ctl": "tab\there\x01", "utf8": "é☃",
 		"bad": "\xff\xfe", "sep": "line\u2028para\u2029", "del": "\x7f", "": "empty-key"}
@@ -96,7 +96,7 @@ func TestItemJSONAsTheEncoders(t *testing.T) {
 			point: storage.NodePoint{Timestamp: sampleTime, Window: time.Minute, Usage: usage.WithSwap(12345)}},
 		"zero everything": {},
 	}
-	for version, enc := range jsonEncoders(t) {
+	for version, enc := range directEncoders(t) {
 		for _, rv := range []string{"42", ""} {
 			for _, c := range []metav1.Time{created, {}} {
 				at := func(name string) string {
@@ -115,16 +115,16 @@ func TestItemJSONAsTheEncoders(t *testing.T) {
 	}
 }
 
-// TestItemJSONAtExtremeTimes (the review's): times a kubelet or Prometheus may report (nanoseconds, years past 9999
+// TestItemsAtExtremeTimes (the review's): times a kubelet or Prometheus may report (nanoseconds, years past 9999
 // or before 1, another zone) and windows at the int64 bounds are written as the encoder writes them.
-func TestItemJSONAtExtremeTimes(t *testing.T) {
+func TestItemsAtExtremeTimes(t *testing.T) {
 	zone := time.FixedZone("x", -(13*3600 + 17))
 	times := []time.Time{
 		time.Unix(0, 1), time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
 		time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC), time.Unix(math.MaxInt64/4, 0),
 		time.Unix(math.MinInt64/4, 0), time.Date(2026, 1, 1, 0, 0, 0, 5, zone), time.Time{}.Add(time.Nanosecond),
 	}
-	for version, enc := range jsonEncoders(t) {
+	for version, enc := range directEncoders(t) {
 		for _, ts := range times {
 			for _, w := range []time.Duration{math.MinInt64, math.MaxInt64, 0, -1, time.Microsecond} {
 				pod := entry[storage.PodPoint]{object: object{namespace: "ns", name: "p"}, point: storage.PodPoint{
@@ -136,11 +136,11 @@ func TestItemJSONAtExtremeTimes(t *testing.T) {
 	}
 }
 
-// FuzzItemJSON: a pod and a node of any names, labels, values and times are written as the encoder writes them.
-func FuzzItemJSON(f *testing.F) {
+// FuzzItems: a pod and a node of any names, labels, values and times are written as the encoder writes them.
+func FuzzItems(f *testing.F) {
 	f.Add("ns", "pod", "app", "web", "c", uint64(1_500_000), uint64(1536), uint64(0), int64(15e9), int64(1.7e9), "42")
 	f.Add("n<s>", "p&\"", "\xff", "\u2028", "", uint64(math.MaxUint64), uint64(1<<63), uint64(7), int64(-1), int64(0), "")
-	encoders := jsonEncoders(f)
+	encoders := directEncoders(f)
 	f.Fuzz(func(t *testing.T, ns, name, key, value, container string, cpu, mem, swap uint64, window, unix int64, rv string) {
 		u := storage.Usage{CPU: cpu, Memory: mem}
 		if swap > 0 {

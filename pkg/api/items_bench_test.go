@@ -11,10 +11,10 @@ import (
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
-// BenchmarkListJSON makes the JSON and the protobuf of a list of 15 pods (an HPA's selection) and of 30,000 (every
+// BenchmarkListEncoding makes the JSON and the protobuf of a list of 15 pods (an HPA's selection) and of 30,000 (every
 // pod at 1,000 nodes), each of two containers: by the apiserver's encoder from items made for it (as before), and
 // written directly from the entries.
-func BenchmarkListJSON(b *testing.B) {
+func BenchmarkListEncoding(b *testing.B) {
 	created := metav1.NewTime(sampleTime)
 	for _, mediaType := range []string{runtime.ContentTypeJSON, runtime.ContentTypeProtobuf} {
 		enc := encoderFor(b, mediaType, false, v1beta1.SchemeGroupVersion).Encode

@@ -10,10 +10,10 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 )
 
-// TestServedJSONIsTheEncoders: through the real server, JSON and protobuf lists of both versions, after each
+// TestServedListsAreTheEncoders: through the real server, JSON and protobuf lists of both versions, after each
 // encoder's first, are written from the selections (list_encodings_total{by="direct"} counts them), and every
 // answer is byte for byte what the server's own codecs write for the objects it decodes to.
-func TestServedJSONIsTheEncoders(t *testing.T) {
+func TestServedListsAreTheEncoders(t *testing.T) {
 	ts := startTestServer(t)
 	admin := ts.httpClient(t, "alice", []string{"system:masters"})
 	written0, _ := testutil.GetCounterMetricValue(listEncodings.WithLabelValues("direct"))
