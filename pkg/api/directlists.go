@@ -60,8 +60,8 @@ func (j *directLists) learn(id runtime.Identifier, v encoderVerdict) {
 
 // directList is id's encoding of the list of es. direct says it was written directly from the entries; without
 // data, the encoder must make it (neither compact JSON nor protobuf, found to differ, not yet compared on a list
-// with items, one identifier too many, or an item that could not be written). An encoder's first list with items is both written
-// directly and made by the encoder, the two compared, and the encoder's returned.
+// with items, one identifier too many, or an item that could not be written). An encoder's first list with
+// items is both written directly and made by the encoder, the two compared, and the encoder's returned.
 func directList[P any](j *directLists, k kind[P], es []entry[P], rv string, created metav1.Time,
 	id runtime.Identifier, encode encodeFunc) (data []byte, direct bool, err error) {
 	v, known := j.verdict(id)

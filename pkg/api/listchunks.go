@@ -9,13 +9,13 @@ import (
 )
 
 // When its encoder's JSON is not written directly from the entries (directlists.go: an encoder's first list, or
-// one found to differ), a full list's JSON is made from its items a chunk at a time, spliced between one envelope,
-// so that making it holds the items of one chunk, not of every object: the items of a large cluster's pods are several times their
-// JSON (a ResourceList map a container), and a list of every pod made them all at once, for an encoding that keeps
-// none of them (BENCHMARKS.md, "A full list's JSON by chunks"). Compact JSON alone is spliced: the chunks' envelopes
-// (kind, apiVersion, metadata) are equal and the items come last, so every chunk is that envelope's head, its
-// items, and the same tail. Any other encoding (protobuf, YAML, pretty JSON), or a chunk that does not have that
-// shape, is made from every item at once, as before.
+// one found to differ), a full list's JSON is made from its items a chunk at a time, spliced between one
+// envelope, so that making it holds the items of one chunk, not of every object: the items of a large cluster's
+// pods are several times their JSON (a ResourceList map a container), and a list of every pod made them all at
+// once, for an encoding that keeps none of them (BENCHMARKS.md, "A full list's JSON by chunks"). Compact JSON
+// alone is spliced (envelopeOf says which it is): the chunks' envelopes (kind, apiVersion, metadata) are equal and
+// the items come last, so every chunk is that envelope's head, its items, and the same tail. Any other encoding
+// (protobuf, YAML, pretty JSON), or a chunk that does not have that shape, is made from every item at once.
 
 // encodeFunc is how the apiserver's encoder encodes an object (runtime.CacheableObject's CacheEncode gets it).
 type encodeFunc = func(runtime.Object, io.Writer) error
@@ -78,14 +78,14 @@ func trimmed(b []byte) []byte {
 // from the first's (nothing is made then).
 func encodeChunks[P any](k kind[P], es []entry[P], rv string, created metav1.Time,
 	encode encodeFunc) (data []byte, ok bool, err error) {
-	var chunk bytes.Buffer
-	if err := encode(k.list(nil, rv, created), &chunk); err != nil {
+	env, isList, err := envelopeOf(k, rv, created, encode)
+	if err != nil {
 		return nil, false, err
 	}
-	if b := chunk.Bytes(); len(b) == 0 || b[0] != '{' || !bytes.HasSuffix(b, []byte(`"items":[]}`+"\n")) {
+	if !isList || env.proto {
 		return nil, false, nil
 	}
-	chunk.Reset()
+	var chunk bytes.Buffer
 	if err := encode(k.list(es[:listChunk], rv, created), &chunk); err != nil {
 		return nil, false, err
 	}
