@@ -208,8 +208,15 @@ func (p *parser) finish(node string, b *storage.Batch, stats *parseStats) {
 	b.Containers = kept
 	p.batch = nil
 	// This response's order predicts the next one's; the containers it did not mention are forgotten with the
-	// previous order. The index outlives a response that needed it, until one does not.
-	p.prev, p.seen = p.seen, p.prev[:0]
+	// previous order, whose array, cleared, takes the next response's: a stale pointer in it would keep a deleted
+	// pod's container and names for as long as the node lives. An array far larger than this response (the node
+	// held many more pods once) is let go. The index outlives a response that needed it, until one does not.
+	old := p.prev
+	clear(old)
+	p.prev, p.seen = p.seen, old[:0]
+	if cap(old) > 2*len(p.prev)+spareContainers {
+		p.seen = nil
+	}
 	for i, c := range p.prev {
 		c.order = int32(i)
 	}
@@ -228,6 +235,9 @@ func (p *parser) finish(node string, b *storage.Batch, stats *parseStats) {
 	}
 	p.metric, p.cursor, p.misses = metricOther, 0, 0
 }
+
+// spareContainers is how much larger than its last response a parser's array of containers may stay.
+const spareContainers = 32
 
 // maxStartSeconds is the latest start time int64 Unix nanoseconds hold (the year 2262): time.Time.UnixNano of a
 // later one wraps (a container_start_time_seconds of 2.02e10 became a start 5 s before its sample).

@@ -96,6 +96,8 @@ func (p *parser) begin(b *storage.Batch) {
 	p.epoch++
 	p.seen = p.seen[:0]
 	p.nodeHas = 0
+	// The batch's entries hold names: cleared, those of a larger response before keep no deleted pod's.
+	clear(b.Containers[:cap(b.Containers)])
 	p.batch, b.Containers = b, b.Containers[:0]
 }
 

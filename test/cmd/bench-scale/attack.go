@@ -263,5 +263,10 @@ func attackMidway(ctx context.Context, b *framework.Backend, hc *http.Client, pr
 	if err := saveProfile(ctx, hc, b.URL()+"/debug/pprof/heap", prefix+".mid"); err != nil {
 		return err
 	}
-	return saveProfile(ctx, hc, b.URL()+"/debug/pprof/goroutine?debug=1", prefix+".goroutines")
+	if err := saveProfile(ctx, hc, b.URL()+"/debug/pprof/goroutine?debug=1", prefix+".goroutines"); err != nil {
+		return err
+	}
+	// Five seconds of the runtime's trace: where a short request waits (scheduling, locks, the network), which a CPU
+	// profile cannot say (`go tool trace -pprof=sched FILE`).
+	return saveProfile(ctx, hc, b.URL()+"/debug/pprof/trace?seconds=5", prefix+".trace")
 }
