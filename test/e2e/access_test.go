@@ -73,6 +73,10 @@ func TestRBACNamespaceScoped(t *testing.T) {
 				}
 				return err
 			})
+			// A selection is allowed where the whole is (one SubjectAccessReview without the selector) ...
+			if l, err := pods(nsA).List(ctx, metav1.ListOptions{LabelSelector: "e2e-absent!=x"}); err != nil || len(l.Items) != inA {
+				t.Fatalf("list a selection of every pod in %s: %v", nsA, err)
+			}
 			w, err := pods(nsA).Watch(ctx, metav1.ListOptions{})
 			if err != nil {
 				t.Fatalf("watch pods in %s: %v", nsA, err)
@@ -88,6 +92,11 @@ func TestRBACNamespaceScoped(t *testing.T) {
 				do   func(context.Context) error
 			}{
 				{"list pods in " + nsB, func(ctx context.Context) error { _, err := pods(nsB).List(ctx, metav1.ListOptions{}); return err }},
+				// ... and denied where the whole is.
+				{"list a selection of pods in " + nsB, func(ctx context.Context) error {
+					_, err := pods(nsB).List(ctx, metav1.ListOptions{LabelSelector: "e2e-absent!=x"})
+					return err
+				}},
 				{"list pods in all namespaces", func(ctx context.Context) error { _, err := pods("").List(ctx, metav1.ListOptions{}); return err }},
 				{"watch pods in " + nsB, func(ctx context.Context) error { return watchErr(pods(nsB).Watch(ctx, metav1.ListOptions{})) }},
 				{"watch pods in all namespaces", func(ctx context.Context) error { return watchErr(pods("").Watch(ctx, metav1.ListOptions{})) }},
