@@ -3,14 +3,20 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -49,7 +55,7 @@ func delegated(t *testing.T, allows func(authorizationv1.SubjectAccessReviewSpec
 	if err != nil {
 		t.Fatal(err)
 	}
-	return authorizeSelectorsLast(a), reviews
+	return authorizeBroadFirst(a), reviews
 }
 
 // listWith is an HPA's list of its pods' metrics in namespace ns, selected by selector.
@@ -116,4 +122,173 @@ func TestSelectorsStillDecide(t *testing.T) {
 	if n := reviews.Load(); n != 2 {
 		t.Errorf("a denied selection made %d reviews, want 2 (without, then with its selector)", n)
 	}
+}
+
+// countingDelegate is delegated's authorizer unwrapped, against a kube-apiserver that answers status (500: an
+// error) or allows; reviews counts the SubjectAccessReviews it was sent, retries included.
+func countingDelegate(t *testing.T, status int, allows func(authorizationv1.SubjectAccessReviewSpec) bool) (authorizer.Authorizer, *atomic.Int64) {
+	t.Helper()
+	reviews := &atomic.Int64{}
+	kubeAPIServer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var sar authorizationv1.SubjectAccessReview
+		if json.NewDecoder(r.Body).Decode(&sar) != nil {
+			http.Error(w, "not a SubjectAccessReview", http.StatusBadRequest)
+			return
+		}
+		reviews.Add(1)
+		if status != http.StatusOK {
+			http.Error(w, "overloaded", status)
+			return
+		}
+		sar.Status.Allowed = allows(sar.Spec)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(&sar)
+	}))
+	t.Cleanup(kubeAPIServer.Close)
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: kubeAPIServer.URL, QPS: 1000, Burst: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := authorizerfactory.DelegatingAuthorizerConfig{
+		SubjectAccessReviewClient: client.AuthorizationV1(),
+		AllowCacheTTL:             10 * time.Second, DenyCacheTTL: 10 * time.Second,
+		WebhookRetryBackoff: &wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 3},
+	}.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, reviews
+}
+
+// TestBroadReviewErrorIsTheAnswer: when kube-apiserver fails (500, 429, a timeout), a list with a selector is not
+// asked again as it is: an HPA's list would wait twice the retries' backoff and a struggling kube-apiserver get
+// twice the reviews (the security review's test: 6 attempts where 3 were made before).
+func TestBroadReviewErrorIsTheAnswer(t *testing.T) {
+	raw, rawReviews := countingDelegate(t, http.StatusInternalServerError, nil)
+	d, _, err := raw.Authorize(context.Background(), listWith(t, "apps", "workload=w"))
+	if d == authorizer.DecisionAllow || err == nil {
+		t.Fatalf("unwrapped: %v, %v", d, err)
+	}
+	inner, wrappedReviews := countingDelegate(t, http.StatusInternalServerError, nil)
+	d, _, err = authorizeBroadFirst(inner).Authorize(context.Background(), listWith(t, "apps", "workload=w"))
+	if d == authorizer.DecisionAllow || err == nil {
+		t.Fatalf("an error on both calls must not allow: %v, %v", d, err)
+	}
+	if w, r := wrappedReviews.Load(), rawReviews.Load(); w > r {
+		t.Errorf("with kube-apiserver failing, one list with a selector made %d review attempts, %d before", w, r)
+	}
+}
+
+// TestConditionsAwareCallersShareTheReview: a caller that asks by ConditionsAwareAuthorize gets broadFirst's
+// decision too (one review, not 100: the inner authorizer's method, embedded, skipped broadFirst).
+func TestConditionsAwareCallersShareTheReview(t *testing.T) {
+	allow := func(s authorizationv1.SubjectAccessReviewSpec) bool { return s.ResourceAttributes.Namespace == "apps" }
+	inner, reviews := countingDelegate(t, http.StatusOK, allow)
+	a := authorizeBroadFirst(inner)
+	for k := range 100 {
+		if d := a.ConditionsAwareAuthorize(context.Background(), listWith(t, "apps", fmt.Sprintf("w=%d", k))); !d.IsAllow() {
+			t.Fatalf("list %d: %v", k, d)
+		}
+	}
+	if n := reviews.Load(); n != 1 {
+		t.Errorf("100 lists through ConditionsAwareAuthorize made %d reviews, 1 through Authorize", n)
+	}
+}
+
+// TestBroadRequestIsTheRequestWithoutSelectors: the broad request is the request without its selectors, every other
+// attribute as given; requests without (parsable) selectors, and non-resource requests, are asked once as they are.
+func TestBroadRequestIsTheRequestWithoutSelectors(t *testing.T) {
+	var seen []authorizer.Attributes
+	record := authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		seen = append(seen, a)
+		return authorizer.DecisionNoOpinion, "", nil
+	})
+	fieldReqs := fields.ParseSelectorOrDie("metadata.name=p").Requirements()
+	labelReqs, _ := labels.SelectorFromSet(labels.Set{"a": "b"}).Requirements()
+	u := &user.DefaultInfo{Name: "u", UID: "1", Groups: []string{"g"}, Extra: map[string][]string{"x": {"y"}}}
+	full := authorizer.AttributesRecord{User: u, Verb: "watch", Namespace: "ns", APIGroup: "metrics.k8s.io",
+		APIVersion: "v1beta1", Resource: "pods", Subresource: "s", Name: "n", ResourceRequest: true, Path: "/p",
+		FieldSelectorRequirements: fieldReqs, LabelSelectorRequirements: labelReqs}
+	_, _, _ = authorizeBroadFirst(record).Authorize(context.Background(), full)
+	broad := full
+	broad.FieldSelectorRequirements, broad.LabelSelectorRequirements = nil, nil
+	if len(seen) != 2 || !reflect.DeepEqual(recordOf(seen[0]), broad) || !reflect.DeepEqual(recordOf(seen[1]), full) {
+		t.Errorf("asked %#v, want the broad request then the request", seen)
+	}
+	for _, a := range []authorizer.AttributesRecord{
+		{User: u, Verb: "get", Path: "/healthz"},
+		{User: u, Verb: "list", Resource: "pods", ResourceRequest: true, LabelSelectorParsingErr: errors.New("bad"),
+			LabelSelectorRequirements: labelReqs},
+		{User: u, Verb: "list", Resource: "pods", ResourceRequest: true},
+	} {
+		seen = nil
+		_, _, _ = authorizeBroadFirst(record).Authorize(context.Background(), a)
+		if len(seen) != 1 || !reflect.DeepEqual(recordOf(seen[0]), a) {
+			t.Errorf("%+v: asked %d times", a, len(seen))
+		}
+	}
+}
+
+// TestServersAuthorizerSharesTheReview: the server's own authorizer (from --authorization-kubeconfig) shares one
+// review among a namespace's selections.
+func TestServersAuthorizerSharesTheReview(t *testing.T) {
+	reviews := &atomic.Int64{}
+	kubeAPIServer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var sar authorizationv1.SubjectAccessReview
+		if json.NewDecoder(r.Body).Decode(&sar) != nil {
+			http.Error(w, "not a SubjectAccessReview", http.StatusBadRequest)
+			return
+		}
+		reviews.Add(1)
+		sar.Status.Allowed = rbacLike(sar.Spec)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(&sar)
+	}))
+	t.Cleanup(kubeAPIServer.Close)
+	kubeconfig := filepath.Join(t.TempDir(), "authz.conf")
+	if err := os.WriteFile(kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: %q}}]
+users: [{name: u, user: {}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`, kubeAPIServer.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := NewServerOptions()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	o.SecureServing.Listener = ln
+	o.SecureServing.BindAddress = net.ParseIP("127.0.0.1")
+	o.SecureServing.ServerCert.CertDirectory = t.TempDir()
+	o.Authentication.RemoteKubeConfigFileOptional = true
+	o.Authentication.SkipInClusterLookup = true
+	o.Authorization.RemoteKubeConfigFile = kubeconfig
+	o.Features.EnablePriorityAndFairness = false
+	cfg, err := o.Config("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range 20 {
+		if d, _, err := cfg.Authorization.Authorizer.Authorize(context.Background(), listWith(t, "apps", fmt.Sprintf("w=%d", k))); d != authorizer.DecisionAllow || err != nil {
+			t.Fatalf("list %d: %v, %v", k, d, err)
+		}
+	}
+	if n := reviews.Load(); n != 1 {
+		t.Errorf("the server's authorizer made %d reviews for 20 selections of one namespace, want 1", n)
+	}
+}
+
+// recordOf is what an authorizer reads of a: every attribute, by its getters.
+func recordOf(a authorizer.Attributes) authorizer.AttributesRecord {
+	fieldReqs, fieldErr := a.GetFieldSelector()
+	labelReqs, labelErr := a.GetLabelSelector()
+	return authorizer.AttributesRecord{User: a.GetUser(), Verb: a.GetVerb(), Namespace: a.GetNamespace(),
+		APIGroup: a.GetAPIGroup(), APIVersion: a.GetAPIVersion(), Resource: a.GetResource(),
+		Subresource: a.GetSubresource(), Name: a.GetName(), ResourceRequest: a.IsResourceRequest(), Path: a.GetPath(),
+		FieldSelectorRequirements: fieldReqs, FieldSelectorParsingErr: fieldErr,
+		LabelSelectorRequirements: labelReqs, LabelSelectorParsingErr: labelErr}
 }

@@ -96,7 +96,7 @@ func (o *ServerOptions) Config(version string) (*genericapiserver.Config, error)
 	if err := o.Authorization.ApplyTo(&cfg.Authorization); err != nil {
 		return nil, fmt.Errorf("applying delegated authorization options: %w", err)
 	}
-	cfg.Authorization.Authorizer = authorizeSelectorsLast(cfg.Authorization.Authorizer)
+	cfg.Authorization.Authorizer = authorizeBroadFirst(cfg.Authorization.Authorizer)
 	if err := o.Audit.ApplyTo(cfg); err != nil {
 		return nil, fmt.Errorf("applying audit options: %w", err)
 	}

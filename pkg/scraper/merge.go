@@ -222,6 +222,9 @@ func (p *parser) finish(node string, b *storage.Batch, stats *parseStats) {
 	}
 	clear(p.fresh)
 	p.fresh = p.fresh[:0]
+	if cap(p.fresh) > 2*len(p.prev)+spareContainers { // sized by a node's first response, every container new then
+		p.fresh = nil
+	}
 	if p.index != nil {
 		if p.misses <= maxMisses {
 			p.index = nil
