@@ -30,6 +30,14 @@ import (
 // the flags' defaults do), against a kube-apiserver whose policy is allows; reviews counts the reviews it was sent.
 func delegated(t *testing.T, allows func(authorizationv1.SubjectAccessReviewSpec) bool) (authorizer.Authorizer, *atomic.Int64) {
 	t.Helper()
+	a, reviews := countingDelegate(t, http.StatusOK, allows)
+	return authorizeBroadFirst(a), reviews
+}
+
+// reviewingKubeAPIServer answers SubjectAccessReviews with status (500: an error) or, when 200, allows' answer; its
+// URL, and reviews, the reviews it was sent (retries included).
+func reviewingKubeAPIServer(t *testing.T, status int, allows func(authorizationv1.SubjectAccessReviewSpec) bool) (string, *atomic.Int64) {
+	t.Helper()
 	reviews := &atomic.Int64{}
 	kubeAPIServer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var sar authorizationv1.SubjectAccessReview
@@ -38,24 +46,16 @@ func delegated(t *testing.T, allows func(authorizationv1.SubjectAccessReviewSpec
 			return
 		}
 		reviews.Add(1)
+		if status != http.StatusOK {
+			http.Error(w, "overloaded", status)
+			return
+		}
 		sar.Status.Allowed = allows(sar.Spec)
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(&sar)
 	}))
 	t.Cleanup(kubeAPIServer.Close)
-	client, err := kubernetes.NewForConfig(&rest.Config{Host: kubeAPIServer.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := authorizerfactory.DelegatingAuthorizerConfig{
-		SubjectAccessReviewClient: client.AuthorizationV1(),
-		AllowCacheTTL:             10 * time.Second, DenyCacheTTL: 10 * time.Second,
-		WebhookRetryBackoff: &wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 1},
-	}.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return authorizeBroadFirst(a), reviews
+	return kubeAPIServer.URL, reviews
 }
 
 // listWith is an HPA's list of its pods' metrics in namespace ns, selected by selector.
@@ -124,28 +124,11 @@ func TestSelectorsStillDecide(t *testing.T) {
 	}
 }
 
-// countingDelegate is delegated's authorizer unwrapped, against a kube-apiserver that answers status (500: an
-// error) or allows; reviews counts the SubjectAccessReviews it was sent, retries included.
+// countingDelegate is delegated's authorizer unwrapped, against reviewingKubeAPIServer.
 func countingDelegate(t *testing.T, status int, allows func(authorizationv1.SubjectAccessReviewSpec) bool) (authorizer.Authorizer, *atomic.Int64) {
 	t.Helper()
-	reviews := &atomic.Int64{}
-	kubeAPIServer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var sar authorizationv1.SubjectAccessReview
-		if json.NewDecoder(r.Body).Decode(&sar) != nil {
-			http.Error(w, "not a SubjectAccessReview", http.StatusBadRequest)
-			return
-		}
-		reviews.Add(1)
-		if status != http.StatusOK {
-			http.Error(w, "overloaded", status)
-			return
-		}
-		sar.Status.Allowed = allows(sar.Spec)
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(&sar)
-	}))
-	t.Cleanup(kubeAPIServer.Close)
-	client, err := kubernetes.NewForConfig(&rest.Config{Host: kubeAPIServer.URL, QPS: 1000, Burst: 1000})
+	url, reviews := reviewingKubeAPIServer(t, status, allows)
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: url, QPS: 1000, Burst: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,19 +215,7 @@ func TestBroadRequestIsTheRequestWithoutSelectors(t *testing.T) {
 // TestServersAuthorizerSharesTheReview: the server's own authorizer (from --authorization-kubeconfig) shares one
 // review among a namespace's selections.
 func TestServersAuthorizerSharesTheReview(t *testing.T) {
-	reviews := &atomic.Int64{}
-	kubeAPIServer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var sar authorizationv1.SubjectAccessReview
-		if json.NewDecoder(r.Body).Decode(&sar) != nil {
-			http.Error(w, "not a SubjectAccessReview", http.StatusBadRequest)
-			return
-		}
-		reviews.Add(1)
-		sar.Status.Allowed = rbacLike(sar.Spec)
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(&sar)
-	}))
-	t.Cleanup(kubeAPIServer.Close)
+	url, reviews := reviewingKubeAPIServer(t, http.StatusOK, rbacLike)
 	kubeconfig := filepath.Join(t.TempDir(), "authz.conf")
 	if err := os.WriteFile(kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
 kind: Config
@@ -252,7 +223,7 @@ clusters: [{name: c, cluster: {server: %q}}]
 users: [{name: u, user: {}}]
 contexts: [{name: c, context: {cluster: c, user: u}}]
 current-context: c
-`, kubeAPIServer.URL)), 0o600); err != nil {
+`, url)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	o := NewServerOptions()
