@@ -30,21 +30,21 @@ func (p *protoBack) size() int { return len(p.b) - p.i }
 
 // room makes room for n more bytes before the content.
 func (p *protoBack) room(n int) {
-	if p.i >= n {
-		return
+	if p.i < n {
+		p.resize(max(2*len(p.b), p.size()+n+256))
 	}
-	size := p.size()
-	nb := make([]byte, max(2*len(p.b), size+n+256))
-	copy(nb[len(nb)-size:], p.b[p.i:])
-	p.b, p.i = nb, len(nb)-size
 }
 
-// reserve makes the buffer total bytes long, when that is more, keeping the content at its end: what a list is
-// extrapolated to need, so that it is not copied again as it grows nor trimmed after.
+// reserve makes the buffer total bytes long, when that is more: what a list is extrapolated to need, so that it is
+// not copied again as it grows nor trimmed after.
 func (p *protoBack) reserve(total int) {
-	if total <= len(p.b) {
-		return
+	if total > len(p.b) {
+		p.resize(total)
 	}
+}
+
+// resize moves the content to the end of a new buffer total bytes long.
+func (p *protoBack) resize(total int) {
 	size := p.size()
 	nb := make([]byte, total)
 	copy(nb[total-size:], p.b[p.i:])

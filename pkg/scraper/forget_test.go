@@ -33,23 +33,13 @@ func TestParserForgetsContainersGone(t *testing.T) {
 	var b storage.Batch
 	now := time.Unix(1795262400, 0)
 	p.parse(containersBody("gone", 100), now, "n", &b)
-	var gone []weak.Pointer[parsedContainer]
-	for _, c := range p.prev {
-		gone = append(gone, weak.Make(c))
-	}
+	gone := weakPrev(p)
 	for _, prefix := range []string{"a", "b", "c"} {
 		if s := p.parse(containersBody(prefix, 10), now, "n", &b); s.problems() || len(b.Containers) != 10 {
 			t.Fatalf("response %q: %+v, %d containers", prefix, s, len(b.Containers))
 		}
 	}
-	runtime.GC()
-	kept := 0
-	for _, w := range gone {
-		if w.Value() != nil {
-			kept++
-		}
-	}
-	if kept > 0 {
+	if kept := reachable(gone); kept > 0 {
 		t.Errorf("%d of the 100 containers no response has mentioned for 3 responses are still reachable", kept)
 	}
 	if c := cap(p.prev) + cap(p.seen); c > 4*spareContainers {
@@ -78,7 +68,8 @@ func parsedByANodeGone(b *storage.Batch) []weak.Pointer[byte] {
 	return namesOf(b)
 }
 
-func reachable(ws []weak.Pointer[byte]) int {
+// reachable collects garbage and counts the pointers whose objects survived.
+func reachable[T any](ws []weak.Pointer[T]) int {
 	runtime.GC()
 	n := 0
 	for _, w := range ws {
@@ -87,6 +78,15 @@ func reachable(ws []weak.Pointer[byte]) int {
 		}
 	}
 	return n
+}
+
+// weakPrev returns weak pointers to the containers of the parser's last response.
+func weakPrev(p *parser) []weak.Pointer[parsedContainer] {
+	var out []weak.Pointer[parsedContainer]
+	for _, c := range p.prev {
+		out = append(out, weak.Make(c))
+	}
+	return out
 }
 
 // TestBatchKeepsNoNamesOfTheNodeBefore: a worker's batch goes from node to node. A node that left (its parser
@@ -135,10 +135,7 @@ func TestIndexForgetsContainersGone(t *testing.T) {
 	var b storage.Batch
 	now := time.Unix(1795262400, 0)
 	p.parse(shuffledBody(r, "gone", 100), now, "n", &b)
-	var gone []weak.Pointer[parsedContainer]
-	for _, c := range p.prev {
-		gone = append(gone, weak.Make(c))
-	}
+	gone := weakPrev(p)
 	// 60 of 100 shuffled: past maxMisses, the index is built and kept.
 	p.parse(shuffledBody(r, "gone", 100), now, "n", &b)
 	if p.index == nil {
@@ -147,14 +144,7 @@ func TestIndexForgetsContainersGone(t *testing.T) {
 	for _, prefix := range []string{"a", "b", "c"} {
 		p.parse(shuffledBody(r, prefix, 30), now, "n", &b)
 	}
-	runtime.GC()
-	kept := 0
-	for _, w := range gone {
-		if w.Value() != nil {
-			kept++
-		}
-	}
-	if kept > 0 || p.index == nil {
+	if kept := reachable(gone); kept > 0 || p.index == nil {
 		t.Errorf("%d of 100 containers gone still reachable (index kept: %v)", kept, p.index != nil)
 	}
 	runtime.KeepAlive(p)

@@ -214,7 +214,7 @@ func (p *parser) finish(node string, b *storage.Batch, stats *parseStats) {
 	old := p.prev
 	clear(old)
 	p.prev, p.seen = p.seen, old[:0]
-	if cap(old) > 2*len(p.prev)+spareContainers {
+	if p.oversized(old) {
 		p.seen = nil
 	}
 	for i, c := range p.prev {
@@ -222,7 +222,7 @@ func (p *parser) finish(node string, b *storage.Batch, stats *parseStats) {
 	}
 	clear(p.fresh)
 	p.fresh = p.fresh[:0]
-	if cap(p.fresh) > 2*len(p.prev)+spareContainers { // sized by a node's first response, every container new then
+	if p.oversized(p.fresh) { // sized by a node's first response, every container new then
 		p.fresh = nil
 	}
 	if p.index != nil {
@@ -241,6 +241,11 @@ func (p *parser) finish(node string, b *storage.Batch, stats *parseStats) {
 
 // spareContainers is how much larger than its last response a parser's array of containers may stay.
 const spareContainers = 32
+
+// oversized reports whether an array of containers is far larger than the last response (prev) needs.
+func (p *parser) oversized(cs []*parsedContainer) bool {
+	return cap(cs) > 2*len(p.prev)+spareContainers
+}
 
 // maxStartSeconds is the latest start time int64 Unix nanoseconds hold (the year 2262): time.Time.UnixNano of a
 // later one wraps (a container_start_time_seconds of 2.02e10 became a start 5 s before its sample).
