@@ -25,7 +25,7 @@ import (
 
 const validity = 24 * time.Hour
 
-// CA is a self-signed certificate authority: its certificate, parsed and as PEM, and its key.
+// CA is a certificate authority (self-signed, or an intermediate): its certificate, parsed and as PEM, and its key.
 type CA struct {
 	Cert    *x509.Certificate
 	Key     *ecdsa.PrivateKey
@@ -40,6 +40,18 @@ type KeyPair struct {
 // NewCA creates a self-signed CA whose subject's common name is name; it fails t on error.
 func NewCA(t testing.TB, name string) *CA {
 	t.Helper()
+	return newCA(t, name, nil)
+}
+
+// Intermediate creates a CA whose subject's common name is name, signed by ca; it fails t on error.
+func (ca *CA) Intermediate(t testing.TB, name string) *CA {
+	t.Helper()
+	return newCA(t, name, ca)
+}
+
+// newCA creates a CA signed by parent, or by itself when parent is nil.
+func newCA(t testing.TB, name string, parent *CA) *CA {
+	t.Helper()
 	key := newKey(t)
 	now := time.Now()
 	tmpl := &x509.Certificate{
@@ -51,7 +63,11 @@ func NewCA(t testing.TB, name string) *CA {
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	signer, signerKey := tmpl, key
+	if parent != nil {
+		signer, signerKey = parent.Cert, parent.Key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, signer, key.Public(), signerKey)
 	if err != nil {
 		t.Fatalf("signing CA %s: %v", name, err)
 	}

@@ -93,6 +93,8 @@ func (o *ServerOptions) Config(version string) (*genericapiserver.Config, error)
 	if err := o.Authentication.ApplyTo(&cfg.Authentication, cfg.SecureServing, cfg.OpenAPIConfig); err != nil {
 		return nil, fmt.Errorf("applying delegated authentication options: %w", err)
 	}
+	cfg.Authentication.Authenticator = authenticateFrontProxiesOnce(cfg.Authentication.Authenticator,
+		cfg.Authentication.RequestHeaderConfig)
 	if err := o.Authorization.ApplyTo(&cfg.Authorization); err != nil {
 		return nil, fmt.Errorf("applying delegated authorization options: %w", err)
 	}
