@@ -31,7 +31,8 @@ type soakResult struct {
 	probes             probeResult
 	churn              churnTally
 	sampleErrors       int
-	profileStart       string
+	profileWarm        string // at the end of the warm-up: the slopes' window is between it and profileEnd
+	profileWarmErr     error
 	profileEnd         string
 	profileCPU         string // a CPU profile from the middle of the window
 	profileCPUErr      error
@@ -64,9 +65,6 @@ func (e *benchEnv) runSoak(ctx context.Context, t target, b *framework.Backend, 
 	if err != nil {
 		return nil, err
 	}
-	if r.profileStart, err = e.soakProfile(ctx, t, b, direct, "start"); err != nil {
-		return nil, err
-	}
 	r.coll.loadBefore = loadAvg()
 	start := time.Now()
 	until := start.Add(o.soakFor(t))
@@ -81,6 +79,7 @@ func (e *benchEnv) runSoak(ctx context.Context, t target, b *framework.Backend, 
 	}
 	wg.Go(func() { r.samples, r.sampleErrors = sampleMemory(ctx, b, direct, start, until) })
 	wg.Go(func() { r.profileCPU, r.profileCPUErr = e.soakCPUProfile(ctx, t, b, direct, start, until) })
+	wg.Go(func() { r.profileWarm, r.profileWarmErr = e.soakWarmProfile(ctx, t, b, direct, start, until) })
 	e.checkEvery(ctx, start, until, r)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
@@ -180,7 +179,8 @@ func sampleMemory(ctx context.Context, b *framework.Backend, hc *http.Client, st
 	return out, errs
 }
 
-// soakProfile saves a heap profile of our server into -soak-heap-profiles, when asked.
+// soakProfile saves a heap profile of our server into -soak-heap-profiles, when asked, after a garbage collection
+// (gc=1): what is in use then, not at the last collection, so that two profiles' difference is what stayed.
 func (e *benchEnv) soakProfile(ctx context.Context, t target, b *framework.Backend, hc *http.Client, when string) (string, error) {
 	if e.opts.soakProfiles == "" || !t.profiles {
 		return "", nil
@@ -189,7 +189,20 @@ func (e *benchEnv) soakProfile(ctx context.Context, t target, b *framework.Backe
 		return "", err
 	}
 	file := filepath.Join(e.opts.soakProfiles, strings.ReplaceAll(t.name, " ", "-")+"-"+when+".heap")
-	return file, saveProfile(ctx, hc, b.URL()+"/debug/pprof/heap", file)
+	return file, saveProfile(ctx, hc, b.URL()+"/debug/pprof/heap?gc=1", file)
+}
+
+// soakWarmProfile saves the heap profile of the warm-up's end (soakProfile), where the slopes begin.
+func (e *benchEnv) soakWarmProfile(ctx context.Context, t target, b *framework.Backend, hc *http.Client, start, until time.Time) (string, error) {
+	if e.opts.soakProfiles == "" || !t.profiles {
+		return "", nil
+	}
+	select {
+	case <-ctx.Done():
+		return "", ctx.Err()
+	case <-time.After(time.Until(start.Add(min(e.opts.soakWarmup, until.Sub(start)/2)))):
+	}
+	return e.soakProfile(ctx, t, b, hc, "warm")
 }
 
 // soakCPUProfile saves a CPU profile of our server into -soak-heap-profiles, when asked: 60 s (less in a short

@@ -102,8 +102,11 @@ func (r *result) printSoak(t table) {
 		for _, c := range topCauses(x.failedSyncCauses, 3) {
 			fmt.Fprintf(t.tw, "  %s: failed HPA sync x%d: %s\n", tr.name, x.failedSyncCauses[c], c)
 		}
-		if x.profileStart != "" {
-			fmt.Fprintf(t.tw, "  %s: heap profiles %s and %s\n", tr.name, x.profileStart, x.profileEnd)
+		switch {
+		case x.profileWarmErr != nil:
+			fmt.Fprintf(t.tw, "  %s: no heap profile at the warm-up's end: %v\n", tr.name, x.profileWarmErr)
+		case x.profileWarm != "":
+			fmt.Fprintf(t.tw, "  %s: heap profiles %s (the warm-up's end) and %s\n", tr.name, x.profileWarm, x.profileEnd)
 		}
 		switch {
 		case x.profileCPUErr != nil:
