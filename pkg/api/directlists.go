@@ -63,24 +63,24 @@ func (j *directLists) learn(id runtime.Identifier, v encoderVerdict) {
 // with items, one identifier too many, or an item that could not be written). An encoder's first list with
 // items is both written directly and made by the encoder, the two compared, and the encoder's returned.
 func directList[P any](j *directLists, k kind[P], es []entry[P], rv string, created metav1.Time,
-	id runtime.Identifier, encode encodeFunc) (data []byte, direct bool, err error) {
+	id runtime.Identifier, encode encodeFunc) (data listEncoding, direct bool, err error) {
 	v, known := j.verdict(id)
 	if !known || (v.checked && !v.direct) || (!v.checked && len(es) == 0) {
-		return nil, false, nil
+		return listEncoding{}, false, nil
 	}
 	env := v.env
 	if v.rv != rv {
 		e, ok, err := envelopeOf(k, rv, created, encode)
 		if err != nil {
-			return nil, false, err
+			return listEncoding{}, false, err
 		}
 		if !ok {
 			j.learn(id, encoderVerdict{checked: true})
-			return nil, false, nil
+			return listEncoding{}, false, nil
 		}
 		env = e
 	}
-	var written []byte
+	var written listEncoding
 	var ok bool
 	if env.proto {
 		written, ok = writeProtoList(k, env, es, rv, created)
@@ -88,7 +88,8 @@ func directList[P any](j *directLists, k kind[P], es []entry[P], rv string, crea
 		written, ok = writeList(k, env.head, es, rv, created)
 	}
 	if !ok {
-		return nil, false, nil
+		written.done()
+		return listEncoding{}, false, nil
 	}
 	if v.checked {
 		if v.rv != rv {
@@ -98,22 +99,24 @@ func directList[P any](j *directLists, k kind[P], es []entry[P], rv string, crea
 	}
 	encoded, err := encodeByEncoder(k, es, rv, created, encode)
 	if err != nil {
-		return nil, false, err
+		written.done()
+		return listEncoding{}, false, err
 	}
-	same := bytes.Equal(written, encoded)
+	same := bytes.Equal(written.data, encoded)
+	written.done()
 	if !same {
 		klog.InfoS("Lists for this encoder are made by it: its encoding differs from the one written directly",
 			"resource", k.info().resource.String(), "encoder", string(id))
 	}
 	j.learn(id, encoderVerdict{checked: true, direct: same, rv: rv, env: env})
-	return encoded, false, nil
+	return listEncoding{data: encoded}, false, nil
 }
 
 // writeList writes the compact JSON list of es whose envelope up to its items is head; ok is false when an item
-// could not be written. It begins in a buffer kept for the next list; a list longer than sampleItems gets a buffer
-// of its own, sized from its first items (extrapolated) within twice the answer budget's estimate of its JSON
-// (jsonBytes), and grown only as the items need. A list that fits the kept buffer is copied out at its size.
-func writeList[P any](k kind[P], head []byte, es []entry[P], rv string, created metav1.Time) (_ []byte, ok bool) {
+// could not be written. It begins in a pooled buffer, lent with the list when it fits; a list longer than
+// sampleItems gets a buffer of its own, sized from its first items (extrapolated) within twice the answer budget's
+// estimate of its JSON (jsonBytes), and grown only as the items need.
+func writeList[P any](k kind[P], head []byte, es []entry[P], rv string, created metav1.Time) (_ listEncoding, ok bool) {
 	s := newItemScratch()
 	pooled := listBuffers.Get().(*[]byte)
 	b := append((*pooled)[:0], head...)
@@ -132,12 +135,9 @@ func writeList[P any](k kind[P], head []byte, es []entry[P], rv string, created 
 	b = append(b, jsonListTail...)
 	if cap(b) > pooledListBytes {
 		listBuffers.Put(pooled)
-		return trimmed(b), !s.failed
+		return listEncoding{data: trimmed(b)}, !s.failed
 	}
-	out := bytes.Clone(b)
-	*pooled = b
-	listBuffers.Put(pooled)
-	return out, !s.failed
+	return listEncoding{data: b, buf: b, pooled: pooled}, !s.failed
 }
 
 // sampleItems is how many items a list's size is extrapolated from.
@@ -155,6 +155,36 @@ func extrapolated(written, done, total, estimate int) int {
 const pooledListBytes = 256 << 10
 
 var listBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+// listEncoding is a list's encoding. When pooled is set, data lies in buf, a buffer of listBuffers lent to the caller:
+// it gives the buffer back with done once data is written, or copies data out with kept.
+type listEncoding struct {
+	data, buf []byte
+	pooled    *[]byte
+}
+
+// lent reports whether l's bytes are in a lent buffer.
+func (l *listEncoding) lent() bool { return l.pooled != nil }
+
+// done gives l's buffer back, if lent; l's bytes are not to be read after.
+func (l *listEncoding) done() {
+	if l.pooled == nil {
+		return
+	}
+	*l.pooled = l.buf[:0]
+	listBuffers.Put(l.pooled)
+	l.pooled, l.buf, l.data = nil, nil, nil
+}
+
+// kept is l's bytes to keep: a copy at their size when lent, l's buffer given back.
+func (l *listEncoding) kept() []byte {
+	if l.pooled == nil {
+		return l.data
+	}
+	data := bytes.Clone(l.data)
+	l.done()
+	return data
+}
 
 // envelope is what the encoder alone knows of a list, from its encoding of the empty list: for compact JSON, its
 // head up to the items' opening bracket; for protobuf (proto), the Unknown's fields before the list (head), the

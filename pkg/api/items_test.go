@@ -42,15 +42,16 @@ func assertWrittenAsEncoded[P any](t *testing.T, at string, k kind[P], enc runti
 	if err != nil || !ok {
 		t.Fatalf("%s: the empty list is neither compact JSON nor protobuf (%v)", at, err)
 	}
-	var got []byte
+	var got listEncoding
 	if env.proto {
 		got, ok = writeProtoList(k, env, es, rv, created)
 	} else {
 		got, ok = writeList(k, env.head, es, rv, created)
 	}
-	if !ok || !bytes.Equal(got, want.Bytes()) {
-		t.Errorf("%s: written\n%q\nthe encoder's\n%q", at, got, want.Bytes())
+	if !ok || !bytes.Equal(got.data, want.Bytes()) {
+		t.Errorf("%s: written\n%q\nthe encoder's\n%q", at, got.data, want.Bytes())
 	}
+	got.done()
 }
 
 // manyLabels is n labels, more than a small map's keys.

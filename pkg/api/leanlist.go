@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"io"
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,7 +32,8 @@ type listCore[P any] struct {
 	making waitLock // held while an encoding is made: requests for one wait for it, within their context
 	mu     sync.Mutex
 	byID   []encodedList
-	charge func(n int) // told the bytes of each encoding kept (chargeEncodings)
+	lent   []runtime.Identifier // encoders whose encoding was made once and not kept (encode)
+	charge func(n int)          // told the bytes of each encoding kept (chargeEncodings)
 }
 
 type encodedList struct {
@@ -106,15 +108,16 @@ func (c *listCore[P]) encoded(id runtime.Identifier) []byte {
 // from items made for it alone. An error (no room for the items, a request gone) is that request's: the next one
 // tries again.
 func (l *leanList[P]) CacheEncode(id runtime.Identifier, encode func(runtime.Object, io.Writer) error, w io.Writer) error {
-	data := l.core.encoded(id)
-	if data == nil {
+	data := listEncoding{data: l.core.encoded(id)}
+	if data.data == nil {
 		var err error
 		if data, err = l.encode(id, encode); err != nil {
 			return err
 		}
 	}
 	// One Write, as encodings.cacheEncode; not under the lock: a client that does not read holds only itself.
-	_, err := w.Write(data)
+	_, err := w.Write(data.data)
+	data.done()
 	return err
 }
 
@@ -122,29 +125,37 @@ func (l *leanList[P]) CacheEncode(id runtime.Identifier, encode func(runtime.Obj
 // before the lock, waiting for it if need be: waiting under the lock, a user whose share of the budget is held by
 // stalled readers kept every other request making another format of the build waiting behind it. The room is the
 // request's, given back once its answer is written, even when another request made the encoding meanwhile.
-func (l *leanList[P]) encode(id runtime.Identifier, encode func(runtime.Object, io.Writer) error) ([]byte, error) {
+//
+// A list small enough to be written in a pooled buffer is kept from the second request for its encoding on: an
+// HPA's list of its pods is read once a build, and copying each out of its buffer to keep it was a fifth of the
+// bytes the server allocated under the HPA fleet (BENCHMARKS.md); the first request writes it from the buffer.
+func (l *leanList[P]) encode(id runtime.Identifier, encode func(runtime.Object, io.Writer) error) (listEncoding, error) {
 	c, ctx := l.core, l.context()
 	if !l.room {
 		if err := c.b.res.answers.take(ctx, answerBytes(c.b.entries), true); err != nil {
-			return nil, err
+			return listEncoding{}, err
 		}
 	}
 	if err := c.b.res.limit.lock(ctx, &c.making); err != nil {
-		return nil, err
+		return listEncoding{}, err
 	}
 	defer c.making.Unlock()
 	if data := c.encoded(id); data != nil {
-		return data, nil
+		return listEncoding{data: data}, nil
 	}
 	release, err := c.b.res.limit.take(ctx, len(c.b.entries))
 	if err != nil {
-		return nil, err
+		return listEncoding{}, err
 	}
-	data, err := encodeList(c.b.res.kind, c.b.entries, c.b.rv, c.b.created, id, encode, c.b.res.direct)
+	made, err := encodeList(c.b.res.kind, c.b.entries, c.b.rv, c.b.created, id, encode, c.b.res.direct)
 	release()
 	if err != nil {
-		return nil, err
+		return listEncoding{}, err
 	}
+	if made.lent() && c.firstAsk(id) {
+		return made, nil
+	}
+	data := made.kept()
 	c.mu.Lock()
 	c.byID = append(c.byID, encodedList{id: id, data: data})
 	charge := c.charge
@@ -152,7 +163,18 @@ func (l *leanList[P]) encode(id runtime.Identifier, encode func(runtime.Object, 
 	if charge != nil {
 		charge(len(data))
 	}
-	return data, nil
+	return listEncoding{data: data}, nil
+}
+
+// firstAsk reports whether no encoding for id was made before, and remembers that one was.
+func (c *listCore[P]) firstAsk(id runtime.Identifier) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if slices.Contains(c.lent, id) {
+		return false
+	}
+	c.lent = append(c.lent, id)
+	return true
 }
 
 // setCharge sets what is told the bytes of each encoding kept (chargeEncodings).

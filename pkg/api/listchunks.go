@@ -34,19 +34,20 @@ var (
 // from the entries when the encoder is known to write them as they are written (directlists.go), else by
 // the encoder, by chunks when it is compact JSON, else from every item at once.
 func encodeList[P any](k kind[P], es []entry[P], rv string, created metav1.Time, id runtime.Identifier,
-	encode encodeFunc, j *directLists) ([]byte, error) {
+	encode encodeFunc, j *directLists) (listEncoding, error) {
 	if j != nil {
 		data, direct, err := directList(j, k, es, rv, created, id, encode)
 		if err != nil {
-			return nil, err
+			return listEncoding{}, err
 		}
-		if data != nil {
+		if data.data != nil {
 			listEncodings.WithLabelValues(map[bool]string{true: "direct", false: "encoder"}[direct]).Inc()
 			return data, nil
 		}
 	}
 	listEncodings.WithLabelValues("encoder").Inc()
-	return encodeByEncoder(k, es, rv, created, encode)
+	data, err := encodeByEncoder(k, es, rv, created, encode)
+	return listEncoding{data: data}, err
 }
 
 // encodeByEncoder is encode's encoding of the list of es, by chunks when it is compact JSON.

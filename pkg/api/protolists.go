@@ -45,7 +45,7 @@ func protoEnvelope(b []byte) (env envelope, ok bool) {
 // writeProtoList writes the protobuf list of es in env (protoEnvelope); ok is false when an item could not be
 // written. Its buffers are writeList's: the kept one, then for a long list one of the size extrapolated from its
 // last items (written first), grown only as the items need, and copied out only when an eighth of it is left over.
-func writeProtoList[P any](k kind[P], env envelope, es []entry[P], rv string, created metav1.Time) (_ []byte, ok bool) {
+func writeProtoList[P any](k kind[P], env envelope, es []entry[P], rv string, created metav1.Time) (_ listEncoding, ok bool) {
 	s := newItemScratch()
 	pooled := listBuffers.Get().(*[]byte)
 	p := &protoBack{b: (*pooled)[:cap(*pooled)]}
@@ -70,12 +70,9 @@ func writeProtoList[P any](k kind[P], env envelope, es []entry[P], rv string, cr
 	if cap(p.b) > pooledListBytes {
 		listBuffers.Put(pooled)
 		if p.i > len(out)/8 {
-			return bytes.Clone(out), !s.failed
+			return listEncoding{data: bytes.Clone(out)}, !s.failed
 		}
-		return out, !s.failed
+		return listEncoding{data: out}, !s.failed
 	}
-	data := bytes.Clone(out)
-	*pooled = p.b[:0]
-	listBuffers.Put(pooled)
-	return data, !s.failed
+	return listEncoding{data: out, buf: p.b, pooled: pooled}, !s.failed
 }

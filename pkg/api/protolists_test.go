@@ -82,7 +82,9 @@ func TestDirectListsOfEveryFormatConcurrently(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if !bytes.Equal(got, want.Bytes()) {
+				same := bytes.Equal(got.data, want.Bytes())
+				got.done()
+				if !same {
 					t.Errorf("goroutine %d, list %d (%s): not the encoder's bytes", g, i, enc.Identifier())
 					return
 				}
@@ -113,7 +115,7 @@ func TestLongListNotCopiedOut(t *testing.T) {
 		var before, after goruntime.MemStats
 		goruntime.GC()
 		goruntime.ReadMemStats(&before)
-		var got []byte
+		var got listEncoding
 		if env.proto {
 			got, _ = writeProtoList(kind[storage.PodPoint](podKind{}), env, es, "9", created)
 		} else {
@@ -121,9 +123,9 @@ func TestLongListNotCopiedOut(t *testing.T) {
 		}
 		goruntime.ReadMemStats(&after)
 		allocated := after.TotalAlloc - before.TotalAlloc
-		if limit := uint64(len(got)) * 5 / 4; allocated > limit {
-			t.Errorf("%s list of 30,000 pods: %d bytes, allocated %d (%.2fx), more than %d", mediaType, len(got),
-				allocated, float64(allocated)/float64(len(got)), limit)
+		if limit := uint64(len(got.data)) * 5 / 4; allocated > limit {
+			t.Errorf("%s list of 30,000 pods: %d bytes, allocated %d (%.2fx), more than %d", mediaType, len(got.data),
+				allocated, float64(allocated)/float64(len(got.data)), limit)
 		}
 	}
 }
@@ -152,9 +154,10 @@ func TestProtoThatDiffersIsNotWritten(t *testing.T) {
 		if err := differs(podKind{}.list(es, fmt.Sprint(i), created), &want); err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(got, want.Bytes()) {
+		if !bytes.Equal(got.data, want.Bytes()) {
 			t.Errorf("list %d of %d pods: not the encoder's bytes", i, n)
 		}
+		got.done()
 	}
 	if v, _ := j.verdict("pb-differs"); !v.checked || v.direct {
 		t.Errorf("verdict %+v, want checked and not direct", v)
