@@ -61,18 +61,19 @@ func (k podKind) objects(namespace string, sel labels.Selector) ([]object, error
 		}
 		out = append(out, object{namespace: pod.GetNamespace(), name: pod.GetName(), labels: pod.GetLabels()})
 	}
-	if err := k.read(namespace, sel, add); err != nil {
+	if err := k.read(namespace, sel, func(n int) { out = slices.Grow(out, n) }, add); err != nil {
 		klog.ErrorS(err, "Failed listing pods", "namespace", namespace, "labelSelector", sel.String())
 		return nil, apierrors.NewInternalError(fmt.Errorf("listing pods: %w", err))
 	}
 	return out, nil
 }
 
-// read calls add with each pod of namespace ("" for all) that sel selects: read from the label index when it
-// narrows sel, else by walking the namespace (or every pod).
-func (k podKind) read(namespace string, sel labels.Selector, add func(obj any)) error {
+// read calls add with each pod of namespace ("" for all) that sel selects, after telling grow how many: read from
+// the label index when it narrows sel, else by walking the namespace (or every pod).
+func (k podKind) read(namespace string, sel labels.Selector, grow func(n int), add func(obj any)) error {
 	if ix, ok := k.pods.(podSelector); ok {
 		if objs, ok, err := ix.selectIn(namespace, sel); ok {
+			grow(len(objs))
 			for _, obj := range objs {
 				add(obj)
 			}
@@ -86,6 +87,7 @@ func (k podKind) read(namespace string, sel labels.Selector, add func(obj any)) 
 	} else {
 		objs, err = k.pods.ByNamespace(namespace).List(sel)
 	}
+	grow(len(objs))
 	for _, obj := range objs {
 		add(obj)
 	}

@@ -196,10 +196,11 @@ func (ix *PodIndex) selectIn(namespace string, sel labels.Selector) (objs []any,
 	if !ok {
 		return nil, false, nil
 	}
-	best, _ := ix.smallest(namespaces, reqs)
+	best, n := ix.smallest(namespaces, reqs)
 	if best < 0 {
 		return nil, false, nil
 	}
+	objs = make([]any, 0, n) // the sets read: about the pods an HPA's selection (its workload's labels) selects
 	r := reqs[best]
 	values := r.ValuesUnsorted()
 	for _, ns := range namespaces {
