@@ -152,7 +152,9 @@ func (l *leanList[P]) encode(id runtime.Identifier, encode func(runtime.Object, 
 	if err != nil {
 		return listEncoding{}, err
 	}
-	if made.lent() && c.firstAsk(id) {
+	// Lent only when its buffer is no more than the answer may hold: the pool also has buffers grown by lists of up
+	// to pooledListBytes, which a small answer (taking nothing from the budget) would hold while a client stalls.
+	if made.lent() && int64(cap(made.buf)) <= max(smallAnswer, answerBytes(c.b.entries)) && c.firstAsk(id) {
 		return made, nil
 	}
 	data := made.kept()
