@@ -157,13 +157,16 @@ const pooledListBytes = 256 << 10
 var listBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
 
 // listEncoding is a list's encoding. When pooled is set, data lies in buf, a buffer of listBuffers lent to the caller:
-// it gives the buffer back with done once data is written, or copies data out with kept.
+// it gives the buffer back with done once data is written, or copies data out with kept. Who holds a listEncoding
+// owns its buffer: writeList and writeProtoList lend it, directList and encodeList pass it on (or give it back when
+// the list is made otherwise), and leanList either writes it to its first reader and gives it back after the one
+// Write (an io.Writer keeps nothing of what it is given) or keeps a copy (leanList.encode).
 type listEncoding struct {
 	data, buf []byte
 	pooled    *[]byte
 }
 
-// lent reports whether l's bytes are in a lent buffer.
+// lent reports whether l's bytes are in a buffer of listBuffers.
 func (l *listEncoding) lent() bool { return l.pooled != nil }
 
 // done gives l's buffer back, if lent; l's bytes are not to be read after.

@@ -99,7 +99,9 @@ func (f *frontProxies) allowedName(leaf *x509.Certificate) bool {
 // verified reports whether chain verifies with opts now, as the request-header authenticator verifies it (the
 // certificates after the leaf are its intermediates when opts has none), once for the same inputs.
 func (f *frontProxies) verified(chain []*x509.Certificate, opts x509.VerifyOptions) bool {
-	now := f.now()
+	// The wall clock alone, as x509 compares: with the monotonic reading, a wall clock set past a certificate's
+	// end (or a machine resumed after a suspend) would not end its verification here.
+	now := f.now().Round(0)
 	if v, ok := (*f.known.Load())[string(chain[0].Raw)]; ok && v.holds(chain, opts, now) {
 		return true
 	}
@@ -134,7 +136,9 @@ func (v verifiedChain) holds(chain []*x509.Certificate, opts x509.VerifyOptions,
 	return true
 }
 
-// sameOptions reports whether a and b are one CA provider's options for one bundle: the same pools, by identity.
+// sameOptions reports whether a and b are one CA provider's options for one bundle: the same pools, by identity,
+// and the same other fields. Policies (slices of OIDs) are not compared: options with any are never reused, and
+// the CA providers set none.
 func sameOptions(a, b x509.VerifyOptions) bool {
 	return a.Roots == b.Roots && a.Intermediates == b.Intermediates && a.DNSName == b.DNSName &&
 		a.CurrentTime.Equal(b.CurrentTime) && slices.Equal(a.KeyUsages, b.KeyUsages) &&

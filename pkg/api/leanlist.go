@@ -28,12 +28,12 @@ type leanList[P any] struct {
 
 // listCore is what a build's full list keeps: the encodings made of its entries.
 type listCore[P any] struct {
-	b      *build[P]
-	making waitLock // held while an encoding is made: requests for one wait for it, within their context
-	mu     sync.Mutex
-	byID   []encodedList
-	lent   []runtime.Identifier // encoders whose encoding was made once and not kept (encode)
-	charge func(n int)          // told the bytes of each encoding kept (chargeEncodings)
+	b        *build[P]
+	making   waitLock // held while an encoding is made: requests for one wait for it, within their context
+	mu       sync.Mutex
+	byID     []encodedList
+	madeOnce []runtime.Identifier // encoders whose encoding was made once, for one reader, and not kept (encode)
+	charge   func(n int)          // told the bytes of each encoding kept (chargeEncodings)
 }
 
 type encodedList struct {
@@ -154,7 +154,7 @@ func (l *leanList[P]) encode(id runtime.Identifier, encode func(runtime.Object, 
 	}
 	// Lent only when its buffer is no more than the answer may hold: the pool also has buffers grown by lists of up
 	// to pooledListBytes, which a small answer (taking nothing from the budget) would hold while a client stalls.
-	if made.lent() && int64(cap(made.buf)) <= max(smallAnswer, answerBytes(c.b.entries)) && c.firstAsk(id) {
+	if made.lent() && int64(cap(made.buf)) <= max(smallAnswer, answerBytes(c.b.entries)) && c.firstMade(id) {
 		return made, nil
 	}
 	data := made.kept()
@@ -168,14 +168,14 @@ func (l *leanList[P]) encode(id runtime.Identifier, encode func(runtime.Object, 
 	return listEncoding{data: data}, nil
 }
 
-// firstAsk reports whether no encoding for id was made before, and remembers that one was.
-func (c *listCore[P]) firstAsk(id runtime.Identifier) bool {
+// firstMade records that an encoding for id was made, and reports whether it is the first.
+func (c *listCore[P]) firstMade(id runtime.Identifier) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if slices.Contains(c.lent, id) {
+	if slices.Contains(c.madeOnce, id) {
 		return false
 	}
-	c.lent = append(c.lent, id)
+	c.madeOnce = append(c.madeOnce, id)
 	return true
 }
 

@@ -189,8 +189,8 @@ func (ix *PodIndex) smallest(namespaces []string, reqs labels.Requirements) (bes
 }
 
 // selectIn lists the pods of namespace ("" for all) that sel selects from its smallest indexed sets; ok is false
-// when the index cannot narrow sel, and the caller walks. The counts only choose the requirement: its sets are read
-// whatever they say, so counts that lag the informer's cache by a few events cost time, never a pod.
+// when the index cannot narrow sel, and the caller walks. The counts choose the requirement and size the slice: its
+// sets are read whatever they say, so counts that lag the informer's cache by a few events cost time, never a pod.
 func (ix *PodIndex) selectIn(namespace string, sel labels.Selector) (objs []any, ok bool, err error) {
 	namespaces, reqs, ok := ix.narrowing(namespace, sel)
 	if !ok {
