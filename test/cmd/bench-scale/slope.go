@@ -9,6 +9,9 @@ import (
 type memSample struct {
 	at        time.Duration // since the soak started
 	rss, heap float64       // bytes: VmRSS, and the Go heap in use (go_memstats_heap_inuse_bytes; NaN if not served)
+	// What a leak would be counted in (NaN if not served): go_goroutines, and metrics-ring's pods in storage
+	// (metrics_ring_storage_objects{kind="pod"}), which the churn must keep at the cluster's pods.
+	goroutines, pods float64
 }
 
 // slopePerHour is the least-squares slope of v over the samples at or after from, in v's unit per hour (NaN

@@ -166,10 +166,13 @@ func sampleMemory(ctx context.Context, b *framework.Backend, hc *http.Client, st
 			errs++
 			continue
 		}
-		s := memSample{at: time.Since(start), rss: float64(st.RSS), heap: math.NaN()}
+		s := memSample{at: time.Since(start), rss: float64(st.RSS), heap: math.NaN(), goroutines: math.NaN(), pods: math.NaN()}
 		if m, err := scrapeMetrics(ctx, hc, b.URL()); err == nil {
-			if v, ok := m["go_memstats_heap_inuse_bytes"]; ok {
-				s.heap = v
+			for name, v := range map[string]*float64{"go_memstats_heap_inuse_bytes": &s.heap,
+				"go_goroutines": &s.goroutines, `metrics_ring_storage_objects{kind="pod"}`: &s.pods} {
+				if got, ok := m[name]; ok {
+					*v = got
+				}
 			}
 		} else {
 			errs++

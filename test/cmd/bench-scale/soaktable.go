@@ -48,8 +48,25 @@ func (r *result) printSoak(t table) {
 	t.row("Go heap in use slope after warm-up", false, mibH, s(func(x *soakResult) float64 {
 		return slopePerHour(x.samples, x.warmup, func(m memSample) float64 { return m.heap / (1 << 20) })
 	}))
+	perHour := func(v float64) string {
+		if math.IsNaN(v) {
+			return "not served"
+		}
+		return fmt.Sprintf("%+.0f /h", v)
+	}
+	t.row("goroutines slope after warm-up", false, perHour, s(func(x *soakResult) float64 {
+		return slopePerHour(x.samples, x.warmup, func(m memSample) float64 { return m.goroutines })
+	}))
+	t.row("pods in storage slope after warm-up", false, perHour, s(func(x *soakResult) float64 {
+		return slopePerHour(x.samples, x.warmup, func(m memSample) float64 { return m.pods })
+	}))
 	t.row("CPU over the soak", true, cpu, s(func(x *soakResult) float64 { return x.coll.cpuPerMin }))
 	t.row("HPA lists a second (server's count)", false, func(v float64) string { return fmt.Sprintf("%.1f", v) }, s(func(x *soakResult) float64 { return x.hpaListsPerSec }))
+	// The whole server's CPU (collection too) over the lists it answered: a server that answers fewer lists under
+	// the same HPA fleet (slower syncs) spends less on them; this row puts the two on one scale.
+	t.row("  CPU-ms per HPA list answered", true, func(v float64) string { return fmt.Sprintf("%.2f ms", v) }, s(func(x *soakResult) float64 {
+		return x.coll.cpuPerMin * 1000 / 60 / x.hpaListsPerSec
+	}))
 	t.row("HPA list latency p50 (server's histogram)", true, seconds, s(func(x *soakResult) float64 { return x.hpa50 }))
 	t.row("HPA list latency p99 (server's histogram)", true, seconds, s(func(x *soakResult) float64 { return x.hpa99 }))
 	t.row("FailedGetResourceMetric events", false, num, s(func(x *soakResult) float64 { return float64(x.failedMetric) }))
