@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -226,19 +225,8 @@ current-context: c
 `, url)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	o := NewServerOptions()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	o.SecureServing.Listener = ln
-	o.SecureServing.BindAddress = net.ParseIP("127.0.0.1")
-	o.SecureServing.ServerCert.CertDirectory = t.TempDir()
-	o.Authentication.RemoteKubeConfigFileOptional = true
-	o.Authentication.SkipInClusterLookup = true
+	o := loopbackOptions(t, t.TempDir())
 	o.Authorization.RemoteKubeConfigFile = kubeconfig
-	o.Features.EnablePriorityAndFairness = false
 	cfg, err := o.Config("test")
 	if err != nil {
 		t.Fatal(err)

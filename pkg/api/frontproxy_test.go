@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
-	"net"
 	"net/http"
 	"reflect"
 	"sync/atomic"
@@ -161,14 +160,21 @@ func TestFrontProxyChainVerifiedOnce(t *testing.T) {
 	proxy := root.Client(t, "front-proxy-client")
 	config := requestHeaderConfig(newSwappableCA(t, root), "front-proxy-client")
 	f := authenticateFrontProxiesOnce(delegatedAuthenticator(t, config), config).(*frontProxies)
+	verifiedOnce(t, f, proxy.CertPEM, 100)
+}
+
+// verifiedOnce authenticates n requests presenting the chain certPEM through f, each as its user, and checks that
+// f verified the chain once.
+func verifiedOnce(t *testing.T, f *frontProxies, certPEM []byte, n int) {
+	t.Helper()
 	verifications := countingVerify(f)
-	for i := range 100 {
-		if got := authenticate(f, proxied(t, "hpa", proxy.CertPEM)); got.user != "hpa" {
+	for i := range n {
+		if got := authenticate(f, proxied(t, "hpa", certPEM)); got.user != "hpa" {
 			t.Fatalf("request %d: %+v", i, got)
 		}
 	}
-	if n := verifications.Load(); n != 1 {
-		t.Errorf("100 requests on one chain verified it %d times, want 1", n)
+	if v := verifications.Load(); v != 1 {
+		t.Errorf("%d requests on one chain verified it %d times, want 1", n, v)
 	}
 }
 
@@ -239,24 +245,13 @@ func TestVerifiedChainsBounded(t *testing.T) {
 func TestServersAuthenticatorVerifiesAChainOnce(t *testing.T) {
 	dir := t.TempDir()
 	pki := newFrontProxyPKI(t, dir)
-	o := NewServerOptions()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	o.SecureServing.Listener = ln
-	o.SecureServing.BindAddress = net.ParseIP("127.0.0.1")
-	o.SecureServing.ServerCert.CertDirectory = dir
-	o.Authentication.RemoteKubeConfigFileOptional = true
-	o.Authentication.SkipInClusterLookup = true
+	o := loopbackOptions(t, dir)
 	o.Authentication.RequestHeader.ClientCAFile = pki.caFile
 	o.Authentication.RequestHeader.AllowedNames = []string{pki.allowedClientName}
 	o.Authentication.RequestHeader.UsernameHeaders = []string{"X-Remote-User"}
 	o.Authentication.RequestHeader.GroupHeaders = []string{"X-Remote-Group"}
 	o.Authentication.RequestHeader.ExtraHeaderPrefixes = []string{"X-Remote-Extra-"}
 	o.Authorization.RemoteKubeConfigFileOptional = true
-	o.Features.EnablePriorityAndFairness = false
 	cfg, err := o.Config("test")
 	if err != nil {
 		t.Fatal(err)
@@ -265,15 +260,7 @@ func TestServersAuthenticatorVerifiesAChainOnce(t *testing.T) {
 	if !ok {
 		t.Fatalf("the server's authenticator is a %T: it verifies the front proxy's chain at every request", cfg.Authentication.Authenticator)
 	}
-	verifications := countingVerify(f)
-	for i := range 20 {
-		if got := authenticate(f, proxied(t, "hpa", pki.clientCertPEM)); got.user != "hpa" {
-			t.Fatalf("request %d: %+v", i, got)
-		}
-	}
-	if n := verifications.Load(); n != 1 {
-		t.Errorf("20 requests of the front proxy verified its chain %d times, want 1", n)
-	}
+	verifiedOnce(t, f, pki.clientCertPEM, 20)
 	if got := authenticate(f, proxied(t, "hpa", pki.otherCertPEM)); got.ok {
 		t.Errorf("another CA's certificate authenticated %+v", got)
 	}

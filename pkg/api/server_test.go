@@ -155,6 +155,26 @@ func startTestServer(t *testing.T) *testServer {
 	return ts
 }
 
+// loopbackOptions is NewServerOptions for a test: listening on a port of its own on 127.0.0.1 (closed at the
+// test's end), its serving certificate generated into dir, no cluster to look up for authentication, and the
+// max-in-flight limits rather than priority and fairness (no flowcontrol API to read).
+func loopbackOptions(t *testing.T, dir string) *ServerOptions {
+	t.Helper()
+	o := NewServerOptions()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	o.SecureServing.Listener = ln
+	o.SecureServing.BindAddress = net.ParseIP("127.0.0.1")
+	o.SecureServing.ServerCert.CertDirectory = dir
+	o.Authentication.RemoteKubeConfigFileOptional = true
+	o.Authentication.SkipInClusterLookup = true
+	o.Features.EnablePriorityAndFairness = false
+	return o
+}
+
 // newTestServer is a test server reading store, whose clock is now; serve runs it.
 func newTestServer(t *testing.T, store *storage.Storage, now time.Time) *testServer {
 	dir := t.TempDir()
@@ -166,21 +186,11 @@ func newTestServer(t *testing.T, store *storage.Storage, now time.Time) *testSer
 // and its configuration changed by tweak when not nil, and returns once it answers; the test's end stops it.
 func (ts *testServer) serve(t *testing.T, d Deps, tweak func(*genericapiserver.Config)) {
 	t.Helper()
-	o := NewServerOptions()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.SecureServing.Listener = ln
-	o.SecureServing.BindAddress = net.ParseIP("127.0.0.1")
-	o.SecureServing.ServerCert.CertDirectory = ts.certDir
+	o := loopbackOptions(t, ts.certDir)
 	// No cluster to ask: the request-header CA comes from flags, as --requestheader-client-ca-file would give it.
-	o.Authentication.RemoteKubeConfigFileOptional = true
-	o.Authentication.SkipInClusterLookup = true
 	o.Authentication.RequestHeader.ClientCAFile = ts.pki.caFile
 	o.Authentication.RequestHeader.AllowedNames = []string{ts.pki.allowedClientName}
 	o.Authorization.RemoteKubeConfigFileOptional = true // no SubjectAccessReview: only system:masters is allowed
-	o.Features.EnablePriorityAndFairness = false
 	if errs := o.Validate(); len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -214,7 +224,7 @@ func (ts *testServer) serve(t *testing.T, d Deps, tweak func(*genericapiserver.C
 			t.Error("server did not stop")
 		}
 	})
-	ts.url = "https://" + ln.Addr().String()
+	ts.url = "https://" + o.SecureServing.Listener.Addr().String()
 	// Wait (bounded) until the server answers.
 	c := ts.httpClient(t, "", nil)
 	for i := 0; ; i++ {
