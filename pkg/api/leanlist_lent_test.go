@@ -2,18 +2,8 @@ package api
 
 import (
 	"bytes"
-	"fmt"
 	goruntime "runtime"
 	"testing"
-
-	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/metrics/pkg/apis/metrics/v1beta1"
-
-	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
 // heldWriter is a client's connection as the server writes to it: what it was given, and the most memory a write
@@ -34,40 +24,7 @@ func (w *heldWriter) Write(p []byte) (int, error) {
 // buffer; the pool also holds buffers grown by lists of up to pooledListBytes, so a reader that stalls its
 // connection (HTTP/2 flow control) held up to pooledListBytes for a list of a few kilobytes, outside the budget.
 func TestFirstReaderHoldsNoMoreThanASmallAnswer(t *testing.T) {
-	c := newCluster(t)
-	cpu := map[string]float64{}
-	for i := range 30 {
-		name := fmt.Sprintf("p%04d", i)
-		_ = c.pods.Add(podMeta("ns-a", name, map[string]string{"app": []string{"warm", "hpa"}[i%2]}))
-		c.store.PodBound("ns-a", name, "node-a")
-		cpu["ns-a/"+name] = 0.1
-	}
-	c.cycle(nil, cpu)
-	s := newMetricsREST[storage.PodPoint](c.store, podKind{pods: cache.NewGenericLister(c.pods, podResource)},
-		newReaders(Deps{ReaderCacheBytes: 64 << 20}))
-	info, _ := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
-	enc := codecs.EncoderForVersion(info.Serializer, v1beta1.SchemeGroupVersion)
-	list := func(selector string, w *heldWriter) *leanList[storage.PodPoint] {
-		t.Helper()
-		ctx, hold := withAnswerHold(genericapirequest.WithNamespace(asUser("hpa"), "ns-a"))
-		defer hold.release()
-		sel, err := labels.Parse(selector)
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj, err := s.List(ctx, &metainternalversion.ListOptions{LabelSelector: sel})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := enc.Encode(obj, w); err != nil {
-			t.Fatal(err)
-		}
-		l, ok := obj.(*leanList[storage.PodPoint])
-		if !ok {
-			t.Fatalf("the list of %q is a %T", selector, obj)
-		}
-		return l
-	}
+	list, _ := twoWorkloads(t)
 	// The pool as a server that also serves lists of a few hundred pods has it: buffers they grew.
 	newBuffer := listBuffers.New
 	t.Cleanup(func() { listBuffers.New = newBuffer; goruntime.GC(); goruntime.GC() })

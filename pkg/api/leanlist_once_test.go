@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"fmt"
+	"io"
 	goruntime "runtime"
 	"testing"
 
@@ -16,16 +17,10 @@ import (
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
-// TestSmallListKeptFromItsSecondReader: an HPA reads its pods' list once a build, and every such list's encoding
-// was copied out of its pooled buffer and kept with the build, a fifth of what the server allocated under the HPA
-// fleet (BENCHMARKS.md). Now a list small enough for a pooled buffer is written from it to its first reader and
-// kept only from its second reader on, so that readers repeating a selection still share one encoding; every
-// reader gets the encoder's bytes.
-func TestSmallListKeptFromItsSecondReader(t *testing.T) {
-	// An empty pool, so that its buffers are New's: one grown by another test's long list is too large to be lent
-	// to a small answer's reader (TestFirstReaderHoldsNoMoreThanASmallAnswer).
-	goruntime.GC()
-	goruntime.GC()
+// twoWorkloads is a namespace of 30 pods, half labeled app=warm and half app=hpa, after one collection, read
+// through the pods' REST storage: list lists a selection as an HPA would and encodes it into w as compact JSON by
+// enc, and returns it.
+func twoWorkloads(t *testing.T) (list func(selector string, w io.Writer) *leanList[storage.PodPoint], enc runtime.Encoder) {
 	c := newCluster(t)
 	cpu := map[string]float64{}
 	for i := range 30 {
@@ -38,8 +33,8 @@ func TestSmallListKeptFromItsSecondReader(t *testing.T) {
 	s := newMetricsREST[storage.PodPoint](c.store, podKind{pods: cache.NewGenericLister(c.pods, podResource)},
 		newReaders(Deps{ReaderCacheBytes: 64 << 20}))
 	info, _ := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
-	enc := codecs.EncoderForVersion(info.Serializer, v1beta1.SchemeGroupVersion)
-	list := func(selector string) (*leanList[storage.PodPoint], []byte) {
+	enc = codecs.EncoderForVersion(info.Serializer, v1beta1.SchemeGroupVersion)
+	return func(selector string, w io.Writer) *leanList[storage.PodPoint] {
 		t.Helper()
 		ctx, hold := withAnswerHold(genericapirequest.WithNamespace(asUser("hpa"), "ns-a"))
 		defer hold.release()
@@ -51,25 +46,39 @@ func TestSmallListKeptFromItsSecondReader(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var buf bytes.Buffer
-		if err := enc.Encode(obj, &buf); err != nil {
+		if err := enc.Encode(obj, w); err != nil {
 			t.Fatal(err)
 		}
 		l, ok := obj.(*leanList[storage.PodPoint])
 		if !ok {
 			t.Fatalf("the list of %q is a %T", selector, obj)
 		}
-		return l, buf.Bytes()
-	}
-	list("app=warm") // the encoder's first list with items is compared with the one written directly, and kept
+		return l
+	}, enc
+}
+
+// TestSmallListKeptFromItsSecondReader: an HPA reads its pods' list once a build, and every such list's encoding
+// was copied out of its pooled buffer and kept with the build, a fifth of what the server allocated under the HPA
+// fleet (BENCHMARKS.md). Now a list small enough for a pooled buffer is written from it to its first reader and
+// kept only from its second reader on, so that readers repeating a selection still share one encoding; every
+// reader gets the encoder's bytes.
+func TestSmallListKeptFromItsSecondReader(t *testing.T) {
+	// An empty pool, so that its buffers are New's: one grown by another test's long list is too large to be lent
+	// to a small answer's reader (TestFirstReaderHoldsNoMoreThanASmallAnswer).
+	goruntime.GC()
+	goruntime.GC()
+	list, enc := twoWorkloads(t)
+	list("app=warm", io.Discard) // the encoder's first list with items is compared with the one written directly, and kept
 	for i, wantKept := range []int{0, 1, 1} {
-		l, got := list("app=hpa")
+		var got bytes.Buffer
+		l := list("app=hpa", &got)
 		var want bytes.Buffer
-		if err := enc.Encode(s.kind.list(l.core.b.entries, l.core.b.rv, l.core.b.created), &want); err != nil {
+		b := l.core.b
+		if err := enc.Encode(b.res.kind.list(b.entries, b.rv, b.created), &want); err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(got, want.Bytes()) {
-			t.Errorf("reader %d: not the encoder's bytes:\n%s\nwant\n%s", i+1, got, want.Bytes())
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Errorf("reader %d: not the encoder's bytes:\n%s\nwant\n%s", i+1, got.Bytes(), want.Bytes())
 		}
 		l.core.mu.Lock()
 		kept := len(l.core.byID)
