@@ -198,7 +198,9 @@ func (t *tracker) settle(now time.Time, keys []string, served []bool, failed []s
 			continue
 		}
 		p, ok := t.gonePods[k]
-		if !ok {
+		if !ok || now.Sub(p.since) < deletedGrace {
+			// Probed as a new pod and deleted while its list was answered: a probe sent before the deletion (or
+			// within its grace) says nothing of it; the next one does.
 			continue
 		}
 		if served[i] {

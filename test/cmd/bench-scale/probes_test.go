@@ -51,6 +51,39 @@ func TestProbesReadLists(t *testing.T) {
 	}
 }
 
+// TestProbeSentBeforeADeletionCountsNothing: a new pod probed by a list that the churner deletes while the list
+// is answered was counted as served after its deletion (the hour's 20-minute run: 1, the longest 0.00 s): the
+// probe was sent before the deletion. Only a probe sent deletedGrace after it counts.
+func TestProbeSentBeforeADeletionCountsNothing(t *testing.T) {
+	t0 := time.Now()
+	labels := map[string]string{"app": "app-1", "workload": "w-1"}
+	var tr *tracker
+	deleteOnce := true
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if deleteOnce { // the churner deletes the pod while its list is answered, after the probe was sent
+			deleteOnce = false
+			tr.deleted("ns/p", labels, t0.Add(2*time.Second))
+		}
+		_ = json.NewEncoder(w).Encode(metricsv1beta1.PodMetricsList{Items: []metricsv1beta1.PodMetrics{
+			{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}},
+		}})
+	}))
+	defer srv.Close()
+	tr = newTracker(srv.Client(), srv.URL, 15*time.Second, 10)
+	tr.created("ns/p", labels, t0)
+	tr.probeOnce(context.Background(), t0.Add(time.Second))
+	if r := tr.result(); r.servedAfterDeletion != 0 {
+		t.Errorf("a probe sent 1 s before the pod's deletion counted it served after its deletion %d times (longest %v)",
+			r.servedAfterDeletion, r.maxServedAfter)
+	}
+	tr.created("ns/p", labels, t0) // tracked again (result settled it): deleted at 2 s, probed at 4 s, still listed
+	tr.deleted("ns/p", labels, t0.Add(2*time.Second))
+	tr.probeOnce(context.Background(), t0.Add(4*time.Second))
+	if r := tr.result(); r.servedAfterDeletion != 1 || r.maxServedAfter != 2*time.Second {
+		t.Errorf("listed 2 s after its deletion: counted %d, longest %v; want 1, 2s", r.servedAfterDeletion, r.maxServedAfter)
+	}
+}
+
 // TestSoaksNameNewPodsApart: the second server's soak must not name its new pods as the first's did (a Planner
 // per soak from one seed did: its creations failed with "already exists").
 func TestSoaksNameNewPodsApart(t *testing.T) {
