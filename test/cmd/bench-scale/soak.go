@@ -183,7 +183,8 @@ func sampleMemory(ctx context.Context, b *framework.Backend, hc *http.Client, st
 }
 
 // soakProfile saves a heap profile of our server into -soak-heap-profiles, when asked, after a garbage collection
-// (gc=1): what is in use then, not at the last collection, so that two profiles' difference is what stayed.
+// (gc=1): what is in use then, not at the last collection, so that two profiles' difference is what stayed; and
+// its goroutines (WHEN.goroutines).
 func (e *benchEnv) soakProfile(ctx context.Context, t target, b *framework.Backend, hc *http.Client, when string) (string, error) {
 	if e.opts.soakProfiles == "" || !t.profiles {
 		return "", nil
@@ -191,8 +192,13 @@ func (e *benchEnv) soakProfile(ctx context.Context, t target, b *framework.Backe
 	if err := os.MkdirAll(e.opts.soakProfiles, 0o755); err != nil {
 		return "", err
 	}
-	file := filepath.Join(e.opts.soakProfiles, strings.ReplaceAll(t.name, " ", "-")+"-"+when+".heap")
-	return file, saveProfile(ctx, hc, b.URL()+"/debug/pprof/heap?gc=1", file)
+	prefix := filepath.Join(e.opts.soakProfiles, strings.ReplaceAll(t.name, " ", "-")+"-"+when)
+	// The goroutines too, beside the heap (pprof's proto: `go tool pprof -base` diffs them by stack), for a
+	// goroutine count that grows.
+	if err := saveProfile(ctx, hc, b.URL()+"/debug/pprof/goroutine", prefix+".goroutines"); err != nil {
+		return "", err
+	}
+	return prefix + ".heap", saveProfile(ctx, hc, b.URL()+"/debug/pprof/heap?gc=1", prefix+".heap")
 }
 
 // soakWarmProfile saves the heap profile of the warm-up's end (soakProfile), where the slopes begin.
