@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // view is an immutable snapshot of what is servable, published at the end of each cycle. Readers load it with one
@@ -104,9 +105,9 @@ type runs struct {
 	names  []string
 	usages []Usage
 	// While a full layer is built, names is a prefix of shared, the previous full layer's names, for as long as
-	// the names added equal them (in a steady cluster, to the end), and a slice of its own from the first that
-	// differs (owned): so a build neither copies nor keeps a scratch of every container's name to find that they
-	// did not change. shared is nil once built.
+	// the names added are the same strings (in a steady cluster, to the end), and a slice of its own from the first
+	// that is not (owned): so a build neither copies nor keeps a scratch of every container's name to find that
+	// they did not change. shared is nil once built.
 	shared []string
 	owned  bool
 }
@@ -119,8 +120,8 @@ func (r *runs) add(name string, u Usage) {
 	r.usages = append(r.usages, u)
 	n := len(r.names)
 	if !r.owned {
-		if n < len(r.shared) && r.shared[n] == name {
-			r.names = r.shared[: n+1 : n+1] // never appended to: the next name that differs makes a copy
+		if n < len(r.shared) && sameString(r.shared[n], name) {
+			r.names = r.shared[: n+1 : n+1] // never appended to: the next name not the same makes a copy
 			return
 		}
 		r.names, r.owned = append(make([]string, 0, max(cap(r.usages), n+1)), r.names...), true
@@ -128,9 +129,17 @@ func (r *runs) add(name string, u Usage) {
 	r.names = append(r.names, name)
 }
 
+// sameString reports whether a and b are one string in memory, not merely equal. A source's container name is
+// part of one allocation with its namespace and pod (the kubelet parser's), and a pod replaced in its place by
+// another of its Deployment has containers of the same names: a name shared for being equal kept the replaced
+// pod's allocation alive through every later layer, one a container replaced, until every place held one.
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (len(a) == 0 || unsafe.StringData(a) == unsafe.StringData(b))
+}
+
 // buildView computes every servable point, its pods a full layer; publish sets its generation. Called with s.mu
 // held. A build allocates a constant number of objects, not one per pod: the entries and the usages are two slices,
-// and the names a third only when they differ from the previous full layer's (runs.add).
+// and the names a third only when they are not the previous full layer's (runs.add).
 func (s *Storage) buildView() *view {
 	v := s.newView(s.slots.indexOf())
 	now := v.clock.now()
