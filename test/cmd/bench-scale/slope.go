@@ -9,6 +9,10 @@ import (
 type memSample struct {
 	at        time.Duration // since the soak started
 	rss, heap float64       // bytes: VmRSS, and the Go heap in use (go_memstats_heap_inuse_bytes; NaN if not served)
+	// RSS's two parts, bytes: anonymous memory (RssAnon: heap, stacks, the runtime's own), where a leak would
+	// grow, and file-backed (RssFile: the executable's pages touched so far, bounded by its size, page cache the
+	// kernel may drop under pressure).
+	anon, file float64
 	// What a leak would be counted in (NaN if not served): go_goroutines, and metrics-ring's pods in storage
 	// (metrics_ring_storage_objects{kind="pod"}), which the churn must keep at the cluster's pods.
 	goroutines, pods float64

@@ -45,6 +45,16 @@ func (r *result) printSoak(t table) {
 	t.row("  of the mean RSS, per hour", false, pct, s(func(x *soakResult) float64 { return slope(x) * (1 << 20) / meanRSS(x.samples, x.warmup) * 100 }))
 	t.row("RSS slope of each minute's lowest", false, mibH, s(minSlope))
 	t.row("  of the mean RSS, per hour", false, pct, s(func(x *soakResult) float64 { return minSlope(x) * (1 << 20) / meanRSS(x.samples, x.warmup) * 100 }))
+	// A leak grows anonymous memory; the executable's pages touched (RssFile) grow as code first runs, up to the
+	// binary's size, whatever the load.
+	t.row("  anonymous (RssAnon) slope, 10 s samples", false, mibH, s(func(x *soakResult) float64 {
+		return slopePerHour(x.samples, x.warmup, func(m memSample) float64 { return m.anon / (1 << 20) })
+	}))
+	t.row("  file-backed (RssFile) slope, 10 s samples", false, mibH, s(func(x *soakResult) float64 {
+		return slopePerHour(x.samples, x.warmup, func(m memSample) float64 { return m.file / (1 << 20) })
+	}))
+	t.row("RssAnon at the end", true, mibf, s(func(x *soakResult) float64 { return last(rss(x)).anon }))
+	t.row("RssFile at the end", true, mibf, s(func(x *soakResult) float64 { return last(rss(x)).file }))
 	t.row("Go heap in use slope after warm-up", false, mibH, s(func(x *soakResult) float64 {
 		return slopePerHour(x.samples, x.warmup, func(m memSample) float64 { return m.heap / (1 << 20) })
 	}))
@@ -142,14 +152,14 @@ func (r *result) printSoak(t table) {
 
 func first(s []memSample) memSample {
 	if len(s) == 0 {
-		return memSample{rss: math.NaN()}
+		return memSample{rss: math.NaN(), anon: math.NaN(), file: math.NaN()}
 	}
 	return s[0]
 }
 
 func last(s []memSample) memSample {
 	if len(s) == 0 {
-		return memSample{rss: math.NaN()}
+		return memSample{rss: math.NaN(), anon: math.NaN(), file: math.NaN()}
 	}
 	return s[len(s)-1]
 }
