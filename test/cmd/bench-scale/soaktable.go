@@ -35,41 +35,32 @@ func (r *result) printSoak(t table) {
 	t.row("RSS at the start of the soak", true, mibf, s(func(x *soakResult) float64 { return first(rss(x)).rss }))
 	t.row("RSS at the end", true, mibf, s(func(x *soakResult) float64 { return last(rss(x)).rss }))
 	t.row("RSS mean after warm-up", true, mibf, s(func(x *soakResult) float64 { return meanRSS(x.samples, x.warmup) }))
-	slope := func(x *soakResult) float64 {
-		return slopePerHour(x.samples, x.warmup, func(m memSample) float64 { return m.rss / (1 << 20) })
+	// slopeOf is the slope after warm-up of v over every 10 s sample.
+	slopeOf := func(v func(memSample) float64) func(*soakResult) float64 {
+		return func(x *soakResult) float64 { return slopePerHour(x.samples, x.warmup, v) }
 	}
-	minSlope := func(x *soakResult) float64 {
-		return slopePerHour(minuteMinima(x.samples), x.warmup, func(m memSample) float64 { return m.rss / (1 << 20) })
-	}
+	rssMiB := func(m memSample) float64 { return m.rss / (1 << 20) }
+	slope := slopeOf(rssMiB)
+	minSlope := func(x *soakResult) float64 { return slopePerHour(minuteMinima(x.samples), x.warmup, rssMiB) }
 	t.row("RSS slope after warm-up (10 s samples)", false, mibH, s(slope))
 	t.row("  of the mean RSS, per hour", false, pct, s(func(x *soakResult) float64 { return slope(x) * (1 << 20) / meanRSS(x.samples, x.warmup) * 100 }))
 	t.row("RSS slope of each minute's lowest", false, mibH, s(minSlope))
 	t.row("  of the mean RSS, per hour", false, pct, s(func(x *soakResult) float64 { return minSlope(x) * (1 << 20) / meanRSS(x.samples, x.warmup) * 100 }))
 	// A leak grows anonymous memory; the executable's pages touched (RssFile) grow as code first runs, up to the
 	// binary's size, whatever the load.
-	t.row("  anonymous (RssAnon) slope, 10 s samples", false, mibH, s(func(x *soakResult) float64 {
-		return slopePerHour(x.samples, x.warmup, func(m memSample) float64 { return m.anon / (1 << 20) })
-	}))
-	t.row("  file-backed (RssFile) slope, 10 s samples", false, mibH, s(func(x *soakResult) float64 {
-		return slopePerHour(x.samples, x.warmup, func(m memSample) float64 { return m.file / (1 << 20) })
-	}))
+	t.row("  anonymous (RssAnon) slope, 10 s samples", false, mibH, s(slopeOf(func(m memSample) float64 { return m.anon / (1 << 20) })))
+	t.row("  file-backed (RssFile) slope, 10 s samples", false, mibH, s(slopeOf(func(m memSample) float64 { return m.file / (1 << 20) })))
 	t.row("RssAnon at the end", true, mibf, s(func(x *soakResult) float64 { return last(rss(x)).anon }))
 	t.row("RssFile at the end", true, mibf, s(func(x *soakResult) float64 { return last(rss(x)).file }))
-	t.row("Go heap in use slope after warm-up", false, mibH, s(func(x *soakResult) float64 {
-		return slopePerHour(x.samples, x.warmup, func(m memSample) float64 { return m.heap / (1 << 20) })
-	}))
+	t.row("Go heap in use slope after warm-up", false, mibH, s(slopeOf(func(m memSample) float64 { return m.heap / (1 << 20) })))
 	perHour := func(v float64) string {
 		if math.IsNaN(v) {
 			return "not served"
 		}
 		return fmt.Sprintf("%+.0f /h", v)
 	}
-	t.row("goroutines slope after warm-up", false, perHour, s(func(x *soakResult) float64 {
-		return slopePerHour(x.samples, x.warmup, func(m memSample) float64 { return m.goroutines })
-	}))
-	t.row("pods in storage slope after warm-up", false, perHour, s(func(x *soakResult) float64 {
-		return slopePerHour(x.samples, x.warmup, func(m memSample) float64 { return m.pods })
-	}))
+	t.row("goroutines slope after warm-up", false, perHour, s(slopeOf(func(m memSample) float64 { return m.goroutines })))
+	t.row("pods in storage slope after warm-up", false, perHour, s(slopeOf(func(m memSample) float64 { return m.pods })))
 	t.row("CPU over the soak", true, cpu, s(func(x *soakResult) float64 { return x.coll.cpuPerMin }))
 	t.row("HPA lists a second (server's count)", false, func(v float64) string { return fmt.Sprintf("%.1f", v) }, s(func(x *soakResult) float64 { return x.hpaListsPerSec }))
 	// The whole server's CPU (collection too) over the lists it answered: a server that answers fewer lists under
