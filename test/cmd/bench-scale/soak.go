@@ -167,8 +167,9 @@ func sampleMemory(ctx context.Context, b *framework.Backend, hc *http.Client, st
 			continue
 		}
 		s := memSample{at: time.Since(start), rss: float64(st.RSS), anon: float64(st.RSSAnon),
-			file: float64(st.RSSFile), heap: math.NaN(), goroutines: math.NaN(), pods: math.NaN()}
+			file: float64(st.RSSFile), heap: math.NaN(), goroutines: math.NaN(), pods: math.NaN(), parts: noHeapParts}
 		if m, err := scrapeMetrics(ctx, hc, b.URL()); err == nil {
+			s.parts = readHeapParts(m)
 			for name, v := range map[string]*float64{"go_memstats_heap_inuse_bytes": &s.heap,
 				"go_goroutines": &s.goroutines, `metrics_ring_storage_objects{kind="pod"}`: &s.pods} {
 				if got, ok := m[name]; ok {

@@ -166,3 +166,24 @@ func TestSoakFlagsValidated(t *testing.T) {
 		}
 	}
 }
+
+// TestHeapParts: the runtime's parts are read from the Go collector's names, a part of several metrics is their
+// sum, and a part the server does not serve is NaN, not zero (which would read as a flat, leak-free line).
+func TestHeapParts(t *testing.T) {
+	m := samples{"go_gc_heap_live_bytes": 100, "go_memory_classes_heap_unused_bytes": 7,
+		"go_memory_classes_heap_stacks_bytes": 3, "go_memory_classes_os_stacks_bytes": 1,
+		"go_memory_classes_metadata_other_bytes": 5, "go_memory_classes_other_bytes": 2}
+	p := readHeapParts(m)
+	if p.live != 100 || p.unused != 7 || p.stacks != 4 || p.other != 7 {
+		t.Errorf("parts %+v, want live 100, unused 7, stacks 3+1, other 5+2", p)
+	}
+	for name, v := range map[string]float64{"goal": p.goal, "objects": p.objects, "free": p.free} {
+		if !math.IsNaN(v) {
+			t.Errorf("%s = %v with no metric for it, want NaN", name, v)
+		}
+	}
+	samples := []memSample{{at: 0, parts: p}, {at: time.Minute, parts: noHeapParts}, {at: 2 * time.Minute, parts: heapParts{live: 200}}}
+	if got := meanOf(samples, 0, func(m memSample) float64 { return m.parts.live }); got != 150 {
+		t.Errorf("mean live heap %v over samples 100, unread, 200: want 150 (an unread sample left out)", got)
+	}
+}

@@ -53,6 +53,13 @@ func (r *result) printSoak(t table) {
 	t.row("RssAnon at the end", true, mibf, s(func(x *soakResult) float64 { return last(rss(x)).anon }))
 	t.row("RssFile at the end", true, mibf, s(func(x *soakResult) float64 { return last(rss(x)).file }))
 	t.row("Go heap in use slope after warm-up", false, mibH, s(slopeOf(func(m memSample) float64 { return m.heap / (1 << 20) })))
+	// The runtime's account of its memory: the live heap's slope is a leak's; the others' are what the runtime
+	// keeps around it.
+	for _, part := range heapPartsMetrics {
+		value := func(m memSample) float64 { return *part.field(&m.parts) }
+		t.row("  "+part.label+": mean after warm-up", true, mibf, s(func(x *soakResult) float64 { return meanOf(x.samples, x.warmup, value) }))
+		t.row("    its slope after warm-up", false, mibH, s(slopeOf(func(m memSample) float64 { return value(m) / (1 << 20) })))
+	}
 	perHour := func(v float64) string {
 		if math.IsNaN(v) {
 			return "not served"
