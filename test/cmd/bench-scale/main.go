@@ -280,5 +280,8 @@ func run(ctx context.Context, o options) (err error) {
 		r.targets = append(r.targets, tr)
 	}
 	r.print(os.Stdout)
-	return r.writeSoakPlot()
+	if err := r.writeSoakPlot(); err != nil {
+		return err
+	}
+	return r.writeSoakSamples()
 }

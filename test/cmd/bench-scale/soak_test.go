@@ -187,3 +187,28 @@ func TestHeapParts(t *testing.T) {
 		t.Errorf("mean live heap %v over samples 100, unread, 200: want 150 (an unread sample left out)", got)
 	}
 }
+
+// TestSoakCSV: every server's samples are written, one row each under the header, with what was not served empty
+// (not zero, which would read as a flat line).
+func TestSoakCSV(t *testing.T) {
+	r := &result{targets: []*targetResult{
+		{name: "metrics-ring", soak: &soakResult{samples: []memSample{
+			{at: 10 * time.Second, rss: 100, anon: 60, file: 40, heap: 50, goroutines: 7, pods: 3, parts: heapParts{live: 30, goal: 37.5, objects: 35, unused: 5, free: 2, stacks: 1, other: 4}},
+			{at: 20 * time.Second, rss: 101, anon: 61, file: 40, heap: math.NaN(), goroutines: math.NaN(), pods: math.NaN(), parts: noHeapParts},
+		}}},
+		{name: "no soak"},
+	}}
+	var b bytes.Buffer
+	if err := r.writeSoakCSV(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Join(soakCSVHeader, ",") + "\n" +
+		"metrics-ring,10,100,60,40,50,7,3,30,37.5,35,5,2,1,4\n" +
+		"metrics-ring,20,101,61,40,,,,,,,,,,\n"
+	if got := b.String(); got != want {
+		t.Errorf("samples file:\n%s\nwant:\n%s", got, want)
+	}
+	if got := soakCSVPath("/tmp/metrics-ring-soak.svg"); got != "/tmp/metrics-ring-soak.csv" {
+		t.Errorf("samples beside %q, want /tmp/metrics-ring-soak.csv", got)
+	}
+}

@@ -35,7 +35,7 @@ func (o *soakOptions) flags() {
 	flag.IntVar(&o.hpa, "hpa", 0, "HPA fleet: this many Deployments of -hpa-pods pods, each with an autoscaling/v2 HPA on CPU utilization, synced by the real kube-controller-manager (HPA controller alone) during the soak")
 	flag.IntVar(&o.hpaSyncs, "hpa-syncs", 0, "--concurrent-horizontal-pod-autoscaler-syncs of kube-controller-manager (0: one per 40 HPAs, 5 to 50, as a large cluster would raise the default 5)")
 	flag.DurationVar(&o.hpaSyncPeriod, "hpa-sync-period", 15*time.Second, "--horizontal-pod-autoscaler-sync-period of kube-controller-manager")
-	flag.StringVar(&o.soakPlot, "soak-plot", filepath.Join(os.TempDir(), "metrics-ring-soak.svg"), "where the soak's plot of RSS and Go heap over time is written (SVG)")
+	flag.StringVar(&o.soakPlot, "soak-plot", filepath.Join(os.TempDir(), "metrics-ring-soak.svg"), "where the soak's plot of RSS and Go heap over time is written (SVG); its samples go beside it (the same name, .csv)")
 	flag.StringVar(&o.soakProfiles, "soak-heap-profiles", "", "folder for heap profiles of metrics-ring at the end of its warm-up and of its soak (each after a garbage collection, with a goroutine profile) and a CPU profile (60 s) from its middle (none when empty; keep it outside the repository)")
 	flag.DurationVar(&o.soakWarmup, "soak-warmup", 10*time.Minute, "memory samples of the soak's first this long are left out of the RSS and heap slopes")
 	flag.DurationVar(&o.soakTopEvery, "soak-top-every", time.Minute, "how often the soak runs `kubectl top pods -A` and checks served values, and the HPAs' status, against the truth")

@@ -44,6 +44,10 @@ func (r *result) printSoak(t table) {
 	minSlope := func(x *soakResult) float64 { return slopePerHour(minuteMinima(x.samples), x.warmup, rssMiB) }
 	t.row("RSS slope after warm-up (10 s samples)", false, mibH, s(slope))
 	t.row("  of the mean RSS, per hour", false, pct, s(func(x *soakResult) float64 { return slope(x) * (1 << 20) / meanRSS(x.samples, x.warmup) * 100 }))
+	// A leak keeps its slope through the window; a floor settling, or a swing of the load, does not.
+	t.row("  over the window's second half only", false, mibH, s(func(x *soakResult) float64 {
+		return slopePerHour(x.samples, x.warmup+(x.duration-x.warmup)/2, rssMiB)
+	}))
 	t.row("RSS slope of each minute's lowest", false, mibH, s(minSlope))
 	t.row("  of the mean RSS, per hour", false, pct, s(func(x *soakResult) float64 { return minSlope(x) * (1 << 20) / meanRSS(x.samples, x.warmup) * 100 }))
 	// A leak grows anonymous memory; the executable's pages touched (RssFile) grow as code first runs, up to the
