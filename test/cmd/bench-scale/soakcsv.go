@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -22,7 +23,7 @@ func (r *result) writeSoakCSV(w io.Writer) error {
 		return err
 	}
 	f := func(v float64) string {
-		if v != v { // NaN: not served
+		if math.IsNaN(v) { // not served
 			return ""
 		}
 		return strconv.FormatFloat(v, 'f', -1, 64)
