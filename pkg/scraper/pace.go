@@ -125,5 +125,11 @@ func (s *Scraper) dispatch(ctx context.Context, nodes []*corev1.Node, states []*
 	if n := c.timed.Load(); n > 0 {
 		s.meanScrape = time.Duration(c.scraping.Load() / n)
 	}
+	// The workers kept for the next cycle are the ones this cycle ran, as the spare buffers follow the previous
+	// cycle's peak: workers added for a slow cycle (a loaded machine, a cold start), each with a batch sized by the
+	// largest response it parsed and holding that response's names, go once a cycle runs with fewer. Kept for good,
+	// they made the process' memory follow the slowest cycle it ever had.
+	clear(s.workers[c.size:])
+	s.workers = s.workers[:c.size]
 	return c.errs, c.size
 }

@@ -105,3 +105,50 @@ func TestRampUp(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkersFollowTheCycle: workers added for a slow cycle (100 ms kubelets, one worker's floor) are let go, with
+// the batches they hold, once the kubelets answer at once and a cycle runs with the floor: the scraper's memory
+// follows its latest cycle, not the slowest it ever had.
+func TestWorkersFollowTheCycle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var slow atomic.Bool
+		slow.Store(true)
+		var n atomic.Int64
+		kubelet := func(w http.ResponseWriter, _ *http.Request) {
+			if slow.Load() {
+				time.Sleep(100 * time.Millisecond)
+			}
+			ms, cpu := time.Now().UnixMilli(), float64(n.Add(1))
+			fmt.Fprintf(w, "# TYPE node_cpu_usage_seconds_total counter\nnode_cpu_usage_seconds_total %g %d\n", cpu, ms)
+			fmt.Fprintf(w, "# TYPE node_memory_working_set_bytes gauge\nnode_memory_working_set_bytes 1e9 %d\n", ms)
+		}
+		pn := newPipeNet()
+		var nodes []*corev1.Node
+		for i := range 60 {
+			nodes = append(nodes, nodeFor(t, fmt.Sprintf("node-%d", i), pn.kubelet(t, kubelet)))
+		}
+		store := newFakeStore()
+		s, err := newScraper(pn.options(Options{InsecureTLS: true, UseNodeStatusPort: true, Concurrency: 1,
+			Timeout: 2 * time.Second}), &fakeLister{nodes: nodes}, store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closeIdle(t, s.Scraper)
+		s.collect(context.Background())
+		if end := store.lastEnd(t); end.err != nil || len(s.workers) < 4 {
+			t.Fatalf("slow cycle: %v with %d workers, want no error and at least 4 (60 nodes of 100 ms in 2 s)",
+				end.err, len(s.workers))
+		}
+		slow.Store(false)
+		// The next cycle still runs the workers the slow one's latency asks for; the one after, the floor.
+		for range 2 {
+			s.collect(context.Background())
+			if end := store.lastEnd(t); end.err != nil {
+				t.Fatalf("quick cycle: %v", end.err)
+			}
+		}
+		if len(s.workers) != 1 {
+			t.Errorf("after a cycle of kubelets that answer at once, %d workers kept, want the floor's 1", len(s.workers))
+		}
+	})
+}
