@@ -31,6 +31,9 @@ type BackendConfig struct {
 	// Binary is the program to run; empty means the metrics-ring built from this repository. The scale
 	// benchmark sets it to metrics-server, which takes the same flags, to compare the two on one cluster.
 	Binary string
+	// Env is added to the server's environment (KEY=VALUE) and to no other process's: the soak sets GODEBUG's
+	// memprofilerate so that its heap profiles sample the server finely without slowing the control plane.
+	Env []string
 }
 
 // Backend is a metrics-ring process behind the aggregator.
@@ -108,6 +111,7 @@ func (m *MetricsAPI) StartBackend(ctx context.Context, cfg BackendConfig) (*Back
 		bin = m.cp.Tools.MetricsRing
 	}
 	b.Proc = NewProcess(m.cp.Dir, name, bin, append(args, cfg.Args...)...)
+	b.Proc.Env = cfg.Env
 	m.cp.track(b.Proc)
 	fmt.Fprintf(m.cp.Out, "starting %s as %s on %s\n", filepath.Base(bin), name, b.URL())
 	return b, b.Proc.Start()

@@ -20,6 +20,8 @@ type Process struct {
 	Path    string
 	Args    []string
 	LogFile string
+	// Env is added to this process's environment (KEY=VALUE), e.g. a GODEBUG for the server under test alone.
+	Env []string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -46,6 +48,9 @@ func (p *Process) Start() error {
 	fmt.Fprintf(logf, "==== %s starting at %s: %s %q\n", p.Name, time.Now().Format(time.RFC3339), p.Path, p.Args)
 	cmd := exec.Command(p.Path, p.Args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if len(p.Env) > 0 {
+		cmd.Env = append(os.Environ(), p.Env...)
+	}
 	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
 		logf.Close()

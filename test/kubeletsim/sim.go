@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"slices"
@@ -136,9 +137,13 @@ func New(cfg Config) (*Sim, error) {
 	}
 	start := s.epoch.Truncate(time.Second).Add(-2 * time.Hour) // whole seconds, like the fixture
 	for i := range cfg.Nodes {
-		n := s.newNode(i)
+		s.newNode(i)
+	}
+	place := s.placement()
+	for i := range cfg.Nodes {
 		for j := range cfg.PodsPerNode {
 			g := i*cfg.PodsPerNode + j // global pod index
+			n := place(g)
 			p := &pod{
 				namespace: fmt.Sprintf("sim-ns-%d", g%cfg.Namespaces),
 				name:      fmt.Sprintf("%s%d-%d", cfg.PodPrefix, i, j),
@@ -163,6 +168,16 @@ func New(cfg Config) (*Sim, error) {
 		}
 	}
 	return s, nil
+}
+
+// placement returns the node of each global pod index: PodsPerNode on each node in turn, or with Spread a node
+// drawn at random for each, in index order, so every shard draws the same.
+func (s *Sim) placement() func(g int) *node {
+	if s.cfg.Spread == 0 {
+		return func(g int) *node { return s.nodes[g/s.cfg.PodsPerNode] }
+	}
+	rng := rand.New(rand.NewPCG(s.cfg.Spread, s.cfg.Spread^0x9e3779b97f4a7c15))
+	return func(int) *node { return s.nodes[rng.IntN(len(s.nodes))] }
 }
 
 func (s *Sim) newNode(i int) *node {

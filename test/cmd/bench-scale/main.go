@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -46,6 +47,7 @@ type options struct {
 	readersRSSLimit                  uint64
 	metricsServer                    string
 	baselines                        []string
+	serverEnv                        []string // KEY=VALUE added to each server's environment (-server-env)
 	cpuProfile, heapProfile          string
 	cpuProfileWindow                 bool
 	keep                             bool
@@ -85,6 +87,13 @@ func main() {
 		o.baselines = append(o.baselines, v)
 		return nil
 	})
+	flag.Func("server-env", "add KEY=VALUE to the environment of each server under test (metrics-ring, a baseline, metrics-server) and of no other process, e.g. GODEBUG=memprofilerate=8192 for heap profiles that sample finely without slowing the control plane; repeatable", func(v string) error {
+		if k, _, ok := strings.Cut(v, "="); !ok || k == "" {
+			return fmt.Errorf("want KEY=VALUE, got %q", v)
+		}
+		o.serverEnv = append(o.serverEnv, v)
+		return nil
+	})
 	flag.StringVar(&o.metricsServer, "metrics-server", "", "also run the phases against this metrics-server version (e.g. v0.9.0, built once from its module) on the same cluster, for ratios")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "save a CPU profile of metrics-ring to this file: while collecting (one -measure long) after the scale phase, and during the load phase as FILE.load")
 	flag.BoolVar(&o.cpuProfileWindow, "cpuprofile-window", false, "with -cpuprofile, also profile metrics-ring during the collection window itself, into FILE.window (the profiler's own cost then counts in the window's CPU)")
@@ -97,6 +106,9 @@ func main() {
 	o.attackOptions.flags()
 	o.soakOptions.flags()
 	flag.Parse()
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	o.completeSpread(set)
 	if o.simProcesses < 0 {
 		o.simProcesses = simProcessesFor(o.nodes)
 	}

@@ -28,6 +28,9 @@ func (o options) simConfig() kubeletsim.Config {
 	if o.attack || o.hpa > 0 {
 		cfg.WorkloadPods = o.hpaPods
 	}
+	if o.spread {
+		cfg.Spread = o.churnSeed + 1 // 0 would mean no spread
+	}
 	if o.simProcesses > 0 {
 		cfg.PortBase, cfg.Shards = o.simPortBase, o.simProcesses
 	}
@@ -98,11 +101,7 @@ func (s *simShards) start(ctx context.Context, o options, self, caFile string, k
 		return err
 	}
 	defer log.Close() // the child holds its own descriptor
-	cmd := exec.Command(self, "-sim-shard", strconv.Itoa(k), "-sim-processes", strconv.Itoa(o.simProcesses),
-		"-sim-port-base", strconv.Itoa(o.simPortBase), "-sim-ca-bundle", caFile,
-		"-nodes", strconv.Itoa(o.nodes), "-pods", strconv.Itoa(o.pods),
-		"-containers", strconv.Itoa(o.containers), "-namespaces", strconv.Itoa(o.nsCount),
-		"-fresh-stats="+strconv.FormatBool(o.freshStats))
+	cmd := exec.Command(self, o.shardArgs(k, caFile)...)
 	cmd.Stderr = log
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -160,6 +159,17 @@ func (s *simShards) stop() {
 			<-done
 		}
 	}
+}
+
+// shardArgs are the flags of simulator shard k's process: whatever builds the cluster (simConfig) is passed, so
+// that the child builds the cluster this process registered, each pod on the same node.
+func (o options) shardArgs(k int, caFile string) []string {
+	return []string{"-sim-shard", strconv.Itoa(k), "-sim-processes", strconv.Itoa(o.simProcesses),
+		"-sim-port-base", strconv.Itoa(o.simPortBase), "-sim-ca-bundle", caFile,
+		"-nodes", strconv.Itoa(o.nodes), "-pods", strconv.Itoa(o.pods),
+		"-containers", strconv.Itoa(o.containers), "-namespaces", strconv.Itoa(o.nsCount),
+		"-fresh-stats=" + strconv.FormatBool(o.freshStats), "-spread=" + strconv.FormatBool(o.spread),
+		"-churn-seed", strconv.FormatUint(o.churnSeed, 10)}
 }
 
 // serveSimShard is the child's whole life: serve one shard, applying the churn Steps read from stdin, until

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"maps"
 	"math"
@@ -210,5 +211,39 @@ func TestSoakCSV(t *testing.T) {
 	}
 	if got := soakCSVPath("/tmp/metrics-ring-soak.svg"); got != "/tmp/metrics-ring-soak.csv" {
 		t.Errorf("samples beside %q, want /tmp/metrics-ring-soak.csv", got)
+	}
+}
+
+// TestSpreadDefault: a soak with churn places pods at random unless -spread=false says otherwise, other runs place
+// -pods on every node unless -spread says otherwise, and a simulator shard is told the placement and its seed (a
+// child placing otherwise would serve pods the API has on other nodes).
+func TestSpreadDefault(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		soak  time.Duration
+		churn float64
+		set   map[string]bool
+		given bool
+		want  bool
+	}{
+		{"soak with churn", time.Hour, 10, nil, false, true},
+		{"soak with churn, -spread=false", time.Hour, 10, map[string]bool{"spread": true}, false, false},
+		{"soak without churn", time.Hour, 0, nil, false, false},
+		{"no soak", 0, 0, nil, false, false},
+		{"no soak, -spread", 0, 0, map[string]bool{"spread": true}, true, true},
+	} {
+		var o options
+		o.soak, o.churnPerSec, o.spread, o.churnSeed = c.soak, c.churn, c.given, 41
+		o.completeSpread(c.set)
+		if o.spread != c.want {
+			t.Errorf("%s: spread %v, want %v", c.name, o.spread, c.want)
+		}
+		args := strings.Join(o.shardArgs(0, "ca.pem"), " ")
+		if want := fmt.Sprintf("-spread=%v -churn-seed 41", c.want); !strings.Contains(args, want) {
+			t.Errorf("%s: a shard's flags %q do not say %q", c.name, args, want)
+		}
+		if cfg := o.simConfig(); (cfg.Spread != 0) != c.want {
+			t.Errorf("%s: the simulator's Spread is %d, want it set: %v", c.name, cfg.Spread, c.want)
+		}
 	}
 }

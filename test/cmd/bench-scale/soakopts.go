@@ -17,6 +17,7 @@ type soakOptions struct {
 	churnPerSec, restartsSec float64
 	nodeChurnEvery           time.Duration
 	churnSeed                uint64
+	spread                   bool // pods on random nodes (kubeletsim.Config.Spread); completeSpread defaults it
 	hpa, hpaSyncs            int
 	hpaSyncPeriod            time.Duration
 	soakPlot, soakProfiles   string
@@ -32,6 +33,7 @@ func (o *soakOptions) flags() {
 	flag.Float64Var(&o.restartsSec, "restarts-per-sec", 1, "during the soak with churn, container restarts a second (a new start time and a counter from zero)")
 	flag.DurationVar(&o.nodeChurnEvery, "node-churn-every", 5*time.Minute, "during the soak with churn, a random node leaves this often (its pods replaced on others, its Node deleted, its kubelet gone) and the one that left before comes back (0: none)")
 	flag.Uint64Var(&o.churnSeed, "churn-seed", 29, "seed of the churn's random choices")
+	flag.BoolVar(&o.spread, "spread", false, "place each pod on a node drawn at random (from -churn-seed) rather than -pods on every node: the spread churn settles into, so that a soak's memory does not grow with a spread still widening from every node alike (default: true in a soak with churn, false otherwise)")
 	flag.IntVar(&o.hpa, "hpa", 0, "HPA fleet: this many Deployments of -hpa-pods pods, each with an autoscaling/v2 HPA on CPU utilization, synced by the real kube-controller-manager (HPA controller alone) during the soak")
 	flag.IntVar(&o.hpaSyncs, "hpa-syncs", 0, "--concurrent-horizontal-pod-autoscaler-syncs of kube-controller-manager (0: one per 40 HPAs, 5 to 50, as a large cluster would raise the default 5)")
 	flag.DurationVar(&o.hpaSyncPeriod, "hpa-sync-period", 15*time.Second, "--horizontal-pod-autoscaler-sync-period of kube-controller-manager")
@@ -40,6 +42,24 @@ func (o *soakOptions) flags() {
 	flag.DurationVar(&o.soakWarmup, "soak-warmup", 10*time.Minute, "memory samples of the soak's first this long are left out of the RSS and heap slopes")
 	flag.DurationVar(&o.soakTopEvery, "soak-top-every", time.Minute, "how often the soak runs `kubectl top pods -A` and checks served values, and the HPAs' status, against the truth")
 	flag.IntVar(&o.soakTrack, "soak-track", 40, "during the soak, at most this many new pods (until served) and as many deleted pods (until no longer served) are probed each second")
+}
+
+// completeSpread sets -spread's default when the command line did not: a soak with churn starts spread. Churn
+// widens an even start into the spread at about the rate each pod is replaced (30,000 pods at 10 a second: within
+// the hour), and every buffer sized by the largest node's response grows with it, which an hour's memory slope
+// would count as a leak.
+func (o *soakOptions) completeSpread(set map[string]bool) {
+	if !set["spread"] {
+		o.spread = o.soak > 0 && o.churnPerSec > 0
+	}
+}
+
+// spreadNote qualifies "N nodes x P pods" in tables and plots: with -spread, P is the mean.
+func (o soakOptions) spreadNote() string {
+	if o.spread {
+		return " (a mean: spread at random)"
+	}
+	return ""
 }
 
 // soakFor is target t's soak window: -soak, or -soak-metrics-server when set for a server compared with ours.

@@ -199,8 +199,8 @@ func (r *result) writeSoakPlot() error {
 	if err != nil {
 		return err
 	}
-	title := fmt.Sprintf("soak: %d nodes x %d pods, %.0f pods/s replaced, %d HPAs, %s", o.nodes, o.pods,
-		o.churnPerSec, o.hpa, o.soakWindows())
+	title := fmt.Sprintf("soak: %d nodes x %d pods%s, %.0f pods/s replaced, %d HPAs, %s", o.nodes, o.pods,
+		o.spreadNote(), o.churnPerSec, o.hpa, o.soakWindows())
 	if err := writePlot(f, title, lines); err != nil {
 		f.Close()
 		return err

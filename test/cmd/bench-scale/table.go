@@ -88,8 +88,8 @@ func ratioLabel(i int) string {
 func (r *result) print(w io.Writer) {
 	o := r.opts
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "\nscale benchmark: %d nodes x %d pods x %d containers (%d pods, %d container series), %d namespaces, resolution %s\n",
-		o.nodes, o.pods, o.containers, o.nodes*o.pods, o.nodes*o.pods*o.containers, o.nsCount, o.resolution)
+	fmt.Fprintf(tw, "\nscale benchmark: %d nodes x %d pods%s x %d containers (%d pods, %d container series), %d namespaces, resolution %s\n",
+		o.nodes, o.pods, o.spreadNote(), o.containers, o.nodes*o.pods, o.nodes*o.pods*o.containers, o.nsCount, o.resolution)
 	fmt.Fprintf(tw, "registration of the Nodes and Pods took %s; the servers ran one after the other on the same cluster\n\n",
 		r.registration.Round(time.Second))
 	t := table{tw: tw, targets: r.targets}

@@ -137,7 +137,7 @@ func (e *benchEnv) runTarget(ctx context.Context, t target) (*targetResult, erro
 	start := time.Now()
 	b, err := e.api.StartBackend(ctx, framework.BackendConfig{
 		Service: t.service, IP: t.ip, Resolution: o.resolution, Binary: t.binary,
-		Args: append(kubeletArgs, t.args...),
+		Args: append(kubeletArgs, t.args...), Env: o.serverEnv,
 	})
 	if err != nil {
 		return nil, err
