@@ -13,7 +13,8 @@ import (
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
-// maxWorkers bounds the scrape workers however large the cluster: each keeps a reusable response buffer and batch.
+// maxWorkers bounds the scrape workers however large the cluster: each keeps a reusable batch, and borrows a
+// response buffer while it reads a body.
 const maxWorkers = 1000
 
 // workersFor is how many nodes a cycle scrapes at once. A cycle has one deadline for every node (the loop's budget), so
@@ -92,7 +93,8 @@ func (c *crew) grow(n int) {
 
 // dispatch scrapes the nodes with workers sized for the budget (workersFor), adds workers mid-cycle when the pace
 // so far would not start every node within half the budget (rampUp), and returns each node's error and how many
-// workers ran. The mean scrape time it measured sizes the next cycle's workers.
+// workers ran. The mean scrape time it measured sizes the next cycle's workers, and the workers it ran are the ones
+// kept for it.
 func (s *Scraper) dispatch(ctx context.Context, nodes []*corev1.Node, states []*nodeState, add storage.AppendFunc,
 	budget time.Duration, start time.Time) (errs []error, workers int) {
 	c := &crew{s: s, ctx: ctx, nodes: nodes, states: states, add: add, jobs: make(chan int),
@@ -125,11 +127,13 @@ func (s *Scraper) dispatch(ctx context.Context, nodes []*corev1.Node, states []*
 	if n := c.timed.Load(); n > 0 {
 		s.meanScrape = time.Duration(c.scraping.Load() / n)
 	}
-	// The workers kept for the next cycle are the ones this cycle ran, as the spare buffers follow the previous
-	// cycle's peak: workers added for a slow cycle (a loaded machine, a cold start), each with a batch sized by the
-	// largest response it parsed and holding that response's names, go once a cycle runs with fewer. Kept for good,
-	// they made the process' memory follow the slowest cycle it ever had.
-	clear(s.workers[c.size:])
-	s.workers = s.workers[:c.size]
+	// The workers kept for the next cycle are the ones this cycle ran (at least the floor, which a cycle of a few
+	// nodes, a Retry, does not run), like the spare buffers (buffers.endCycle): workers added for a slow cycle (a
+	// loaded machine, a cold start), each with a batch sized by the largest response it parsed and holding that
+	// response's names, go once a cycle runs with fewer. Kept for good, they made the process' memory follow the
+	// slowest cycle it ever had.
+	keep := max(c.size, min(s.opts.Concurrency, len(s.workers)))
+	clear(s.workers[keep:])
+	s.workers = s.workers[:keep]
 	return c.errs, c.size
 }

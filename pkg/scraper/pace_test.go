@@ -108,7 +108,7 @@ func TestRampUp(t *testing.T) {
 
 // TestWorkersFollowTheCycle: workers added for a slow cycle (100 ms kubelets, one worker's floor) are let go, with
 // the batches they hold, once the kubelets answer at once and a cycle runs with the floor: the scraper's memory
-// follows its latest cycle, not the slowest it ever had.
+// follows its latest cycle, not the slowest it ever had, and never drops below the floor.
 func TestWorkersFollowTheCycle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var slow atomic.Bool
@@ -127,9 +127,9 @@ func TestWorkersFollowTheCycle(t *testing.T) {
 		for i := range 60 {
 			nodes = append(nodes, nodeFor(t, fmt.Sprintf("node-%d", i), pn.kubelet(t, kubelet)))
 		}
-		store := newFakeStore()
+		store, lister := newFakeStore(), &fakeLister{nodes: nodes}
 		s, err := newScraper(pn.options(Options{InsecureTLS: true, UseNodeStatusPort: true, Concurrency: 1,
-			Timeout: 2 * time.Second}), &fakeLister{nodes: nodes}, store)
+			Timeout: 2 * time.Second}), lister, store)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,6 +149,19 @@ func TestWorkersFollowTheCycle(t *testing.T) {
 		}
 		if len(s.workers) != 1 {
 			t.Errorf("after a cycle of kubelets that answer at once, %d workers kept, want the floor's 1", len(s.workers))
+		}
+		for i, w := range s.workers[:cap(s.workers)][len(s.workers):] {
+			if w != nil {
+				t.Fatalf("worker %d let go but still referenced by the scraper's array, with its batch", len(s.workers)+i)
+			}
+		}
+		// A cycle that runs no worker (no node listed, or a Retry with nothing to retry) keeps the floor's.
+		lister.mu.Lock()
+		lister.nodes = nil
+		lister.mu.Unlock()
+		s.collect(context.Background())
+		if len(s.workers) != 1 {
+			t.Errorf("after a cycle of no node, %d workers kept, want the floor's 1", len(s.workers))
 		}
 	})
 }

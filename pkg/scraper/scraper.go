@@ -51,7 +51,8 @@ type nodeState struct {
 	rejecting, foreign, predecessor, lossy, panicking logonly.Streak[bool]
 }
 
-// worker is one concurrent scrape slot; its buffer and batch are reused for every node it scrapes.
+// worker is one concurrent scrape slot; its batch is reused for every node it scrapes, and its buffer and gzip
+// reader are borrowed from the Scraper's buffers while it reads a body.
 type worker struct {
 	buf       []byte
 	readers   readers

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -20,7 +21,8 @@ type Process struct {
 	Path    string
 	Args    []string
 	LogFile string
-	// Env is added to this process's environment (KEY=VALUE), e.g. a GODEBUG for the server under test alone.
+	// Env is added to this process's environment (KEY=VALUE), e.g. a GODEBUG for the server under test alone. A
+	// key this process has too takes Env's value (for GODEBUG, Env's settings only: not merged).
 	Env []string
 
 	mu   sync.Mutex
@@ -46,6 +48,9 @@ func (p *Process) Start() error {
 		return fmt.Errorf("opening %s log: %w", p.Name, err)
 	}
 	fmt.Fprintf(logf, "==== %s starting at %s: %s %q\n", p.Name, time.Now().Format(time.RFC3339), p.Path, p.Args)
+	if len(p.Env) > 0 { // names only: a value may be a secret
+		fmt.Fprintf(logf, "==== with its own environment: %s\n", envNames(p.Env))
+	}
 	cmd := exec.Command(p.Path, p.Args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if len(p.Env) > 0 {
@@ -67,6 +72,16 @@ func (p *Process) Start() error {
 		close(done)
 	}()
 	return nil
+}
+
+// envNames lists the keys of KEY=VALUE entries.
+func envNames(env []string) string {
+	names := make([]string, 0, len(env))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		names = append(names, k)
+	}
+	return strings.Join(names, " ")
 }
 
 // Exited reports whether a started process has ended, and how.

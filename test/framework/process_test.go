@@ -12,6 +12,7 @@ import (
 // without one gets this process's environment unchanged (the soak's -server-env reaches the server alone).
 func TestProcessEnv(t *testing.T) {
 	t.Setenv("FRAMEWORK_TEST_INHERITED", "kept")
+	t.Setenv("FRAMEWORK_TEST_ADDED", "")
 	for _, tc := range []struct {
 		name string
 		env  []string

@@ -14,12 +14,13 @@ type Config struct {
 	// namespace is "sim-ns-<k>" with k = global pod index mod Namespaces. With Spread, i and j number the pod
 	// (global index i*PodsPerNode+j) and no longer say its node.
 	PodPrefix string
-	// Spread, when set, seeds placing each of the Nodes x PodsPerNode pods on a node drawn at random, rather than
+	// Spread places each of the Nodes x PodsPerNode pods on a node drawn at random (from SpreadSeed), rather than
 	// PodsPerNode on every node: the spread a churning cluster's nodes settle into (a pod deleted at random and its
 	// successor on a random node leave each pod on a uniformly random node), so that a soak begins settled and a
 	// server's buffers sized by the largest node stop growing with the widening spread. The same seed places alike
 	// in every shard.
-	Spread uint64
+	Spread     bool
+	SpreadSeed uint64
 	// Host is the loopback address every node binds and publishes as its InternalIP; default 127.0.0.1.
 	Host string
 	// Labels are extra labels on every registered Pod; each pod also gets app=app-<global index mod 3>.

@@ -28,7 +28,7 @@ func (s *Sim) nodeObject(n *node) *corev1.Node {
 	port := n.port
 	s.mu.RUnlock()
 	now := metav1.Now()
-	maxPods := max(110, s.cfg.PodsPerNode)
+	maxPods := s.podCapacity()
 	swapCapacity := int64(NodeSwapBytes)
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU:    *resource.NewQuantity(nodeCPUCores, resource.DecimalSI),

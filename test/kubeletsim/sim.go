@@ -41,6 +41,8 @@ type Sim struct {
 	owners map[string][]metav1.OwnerReference // by "namespace/workload" (RegisterWorkloads)
 	nodes  []*node
 	byName map[string]*node
+	// mostPods is the most pods New placed on one node (podCapacity).
+	mostPods int
 
 	ca      *authority
 	started atomic.Bool
@@ -167,16 +169,23 @@ func New(cfg Config) (*Sim, error) {
 			s.putLocked(p)
 		}
 	}
+	for _, n := range s.nodes {
+		s.mostPods = max(s.mostPods, len(n.pods))
+	}
 	return s, nil
 }
+
+// podCapacity is the pods every node publishes room for: the kubelet's default 110, or more when the cluster
+// places more on a node (PodsPerNode, or Spread's fullest node).
+func (s *Sim) podCapacity() int { return max(110, s.cfg.PodsPerNode, s.mostPods) }
 
 // placement returns the node of each global pod index: PodsPerNode on each node in turn, or with Spread a node
 // drawn at random for each, in index order, so every shard draws the same.
 func (s *Sim) placement() func(g int) *node {
-	if s.cfg.Spread == 0 {
+	if !s.cfg.Spread {
 		return func(g int) *node { return s.nodes[g/s.cfg.PodsPerNode] }
 	}
-	rng := rand.New(rand.NewPCG(s.cfg.Spread, s.cfg.Spread^0x9e3779b97f4a7c15))
+	rng := rand.New(rand.NewPCG(s.cfg.SpreadSeed, s.cfg.SpreadSeed^0x9e3779b97f4a7c15))
 	return func(int) *node { return s.nodes[rng.IntN(len(s.nodes))] }
 }
 

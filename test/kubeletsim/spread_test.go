@@ -19,7 +19,7 @@ func podsByNode(s *Sim) map[string]int {
 // but on nodes drawn at random (some fuller than others, as after churn), the same for the same seed (as every
 // shard must place them) and served by the node that holds them.
 func TestSpread(t *testing.T) {
-	cfg := Config{Nodes: 20, PodsPerNode: 10, ContainersPerPod: 1, Namespaces: 2}
+	cfg := Config{Nodes: 20, PodsPerNode: 100, ContainersPerPod: 1, Namespaces: 2}
 	even, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +30,7 @@ func TestSpread(t *testing.T) {
 		}
 	}
 
-	cfg.Spread = 7
+	cfg.Spread, cfg.SpreadSeed = true, 7
 	spread := startSim(t, cfg)
 	counts := podsByNode(spread)
 	total, fewest, most := 0, cfg.Nodes*cfg.PodsPerNode, 0
@@ -41,7 +41,7 @@ func TestSpread(t *testing.T) {
 	if total != cfg.Nodes*cfg.PodsPerNode {
 		t.Errorf("with Spread, %d pods in all, want %d", total, cfg.Nodes*cfg.PodsPerNode)
 	}
-	// 200 pods on 20 nodes at random: an even placement has one chance in about 10^21.
+	// 2,000 pods on 20 nodes at random: an even placement has no chance worth the name.
 	if fewest == most {
 		t.Errorf("with Spread, every node holds %d pods: not spread", most)
 	}
@@ -51,6 +51,24 @@ func TestSpread(t *testing.T) {
 	}
 	if got := podsByNode(again); !maps.Equal(got, counts) {
 		t.Errorf("the same seed placed pods otherwise:\n%v\nthen\n%v", counts, got)
+	}
+	shard := cfg
+	shard.Shards, shard.Shard = 2, 1
+	other, err := New(shard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := podsByNode(other); !maps.Equal(got, counts) {
+		t.Errorf("a simulator shard placed pods otherwise:\n%v\nthen\n%v", counts, got)
+	}
+	// The fullest node holds more than the kubelet's default 110 pods: its Node must say it has room for them.
+	if most <= 110 {
+		t.Fatalf("the fullest node holds %d pods: the test's cluster no longer checks the published capacity", most)
+	}
+	for _, n := range spread.nodes {
+		if got := spread.nodeObject(n).Status.Capacity.Pods().Value(); got < int64(most) {
+			t.Errorf("%s publishes room for %d pods, and a node holds %d", n.name, got, most)
+		}
 	}
 
 	// The fullest node's kubelet serves exactly the pods placed on it.

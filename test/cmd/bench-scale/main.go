@@ -63,7 +63,7 @@ func main() {
 	flag.StringVar(&o.cache, "cache-dir", framework.DefaultCacheDir(), "where built tools are kept, by version")
 	flag.StringVar(&o.dir, "dir", "", "folder for this run's certificates, kubeconfig and logs (default: a new temporary folder)")
 	flag.IntVar(&o.nodes, "nodes", 1000, "simulated nodes")
-	flag.IntVar(&o.pods, "pods", 30, "pods per node")
+	flag.IntVar(&o.pods, "pods", 30, "pods per node (the mean, with -spread)")
 	flag.IntVar(&o.containers, "containers", 2, "containers per pod")
 	flag.IntVar(&o.nsCount, "namespaces", 10, "namespaces the pods are spread over")
 	flag.DurationVar(&o.resolution, "resolution", 15*time.Second, "--metric-resolution of the servers under test")

@@ -28,9 +28,7 @@ func (o options) simConfig() kubeletsim.Config {
 	if o.attack || o.hpa > 0 {
 		cfg.WorkloadPods = o.hpaPods
 	}
-	if o.spread {
-		cfg.Spread = o.churnSeed + 1 // 0 would mean no spread
-	}
+	cfg.Spread, cfg.SpreadSeed = o.spread, o.churnSeed
 	if o.simProcesses > 0 {
 		cfg.PortBase, cfg.Shards = o.simPortBase, o.simProcesses
 	}
@@ -161,8 +159,9 @@ func (s *simShards) stop() {
 	}
 }
 
-// shardArgs are the flags of simulator shard k's process: whatever builds the cluster (simConfig) is passed, so
-// that the child builds the cluster this process registered, each pod on the same node.
+// shardArgs are the flags of simulator shard k's process: whatever decides what the kubelets serve (simConfig, but
+// the workload labels, which no kubelet serves) is passed, so that the child serves the cluster this process
+// registered, each pod on the same node.
 func (o options) shardArgs(k int, caFile string) []string {
 	return []string{"-sim-shard", strconv.Itoa(k), "-sim-processes", strconv.Itoa(o.simProcesses),
 		"-sim-port-base", strconv.Itoa(o.simPortBase), "-sim-ca-bundle", caFile,

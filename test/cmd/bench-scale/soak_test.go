@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -238,12 +239,15 @@ func TestSpreadDefault(t *testing.T) {
 		if o.spread != c.want {
 			t.Errorf("%s: spread %v, want %v", c.name, o.spread, c.want)
 		}
-		args := strings.Join(o.shardArgs(0, "ca.pem"), " ")
-		if want := fmt.Sprintf("-spread=%v -churn-seed 41", c.want); !strings.Contains(args, want) {
+		args := o.shardArgs(0, "ca.pem")
+		if want := fmt.Sprintf("-spread=%v", c.want); !slices.Contains(args, want) {
 			t.Errorf("%s: a shard's flags %q do not say %q", c.name, args, want)
 		}
-		if cfg := o.simConfig(); (cfg.Spread != 0) != c.want {
-			t.Errorf("%s: the simulator's Spread is %d, want it set: %v", c.name, cfg.Spread, c.want)
+		if i := slices.Index(args, "-churn-seed"); i < 0 || i+1 >= len(args) || args[i+1] != "41" {
+			t.Errorf("%s: a shard's flags %q do not pass -churn-seed 41", c.name, args)
+		}
+		if cfg := o.simConfig(); cfg.Spread != c.want || cfg.SpreadSeed != 41 {
+			t.Errorf("%s: the simulator's Spread %v (seed %d), want %v (seed 41)", c.name, cfg.Spread, cfg.SpreadSeed, c.want)
 		}
 	}
 }

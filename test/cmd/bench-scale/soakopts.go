@@ -33,7 +33,7 @@ func (o *soakOptions) flags() {
 	flag.Float64Var(&o.restartsSec, "restarts-per-sec", 1, "during the soak with churn, container restarts a second (a new start time and a counter from zero)")
 	flag.DurationVar(&o.nodeChurnEvery, "node-churn-every", 5*time.Minute, "during the soak with churn, a random node leaves this often (its pods replaced on others, its Node deleted, its kubelet gone) and the one that left before comes back (0: none)")
 	flag.Uint64Var(&o.churnSeed, "churn-seed", 29, "seed of the churn's random choices")
-	flag.BoolVar(&o.spread, "spread", false, "place each pod on a node drawn at random (from -churn-seed) rather than -pods on every node: the spread churn settles into, so that a soak's memory does not grow with a spread still widening from every node alike (default: true in a soak with churn, false otherwise)")
+	flag.BoolVar(&o.spread, "spread", false, "place each pod on a node drawn at random (from -churn-seed) rather than -pods on every node: the spread churn settles into, so that a soak's memory does not grow with a spread still widening from every node alike; pod sim-pod-I-J is then not on node I (default: true in a soak with churn, false otherwise)")
 	flag.IntVar(&o.hpa, "hpa", 0, "HPA fleet: this many Deployments of -hpa-pods pods, each with an autoscaling/v2 HPA on CPU utilization, synced by the real kube-controller-manager (HPA controller alone) during the soak")
 	flag.IntVar(&o.hpaSyncs, "hpa-syncs", 0, "--concurrent-horizontal-pod-autoscaler-syncs of kube-controller-manager (0: one per 40 HPAs, 5 to 50, as a large cluster would raise the default 5)")
 	flag.DurationVar(&o.hpaSyncPeriod, "hpa-sync-period", 15*time.Second, "--horizontal-pod-autoscaler-sync-period of kube-controller-manager")
