@@ -38,24 +38,9 @@ func TestWorkersFor(t *testing.T) {
 // 2 s budget are exact whatever the machine's load, so every cycle must reach every node.
 func TestSlowKubeletsGetMoreWorkers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var n atomic.Int64
-		slow := func(w http.ResponseWriter, _ *http.Request) {
-			time.Sleep(100 * time.Millisecond)
-			ms, cpu := time.Now().UnixMilli(), float64(n.Add(1))
-			fmt.Fprintf(w, "# TYPE node_cpu_usage_seconds_total counter\nnode_cpu_usage_seconds_total %g %d\n", cpu, ms)
-			fmt.Fprintf(w, "# TYPE node_memory_working_set_bytes gauge\nnode_memory_working_set_bytes 1e9 %d\n", ms)
-		}
-		pn := newPipeNet()
-		var nodes []*corev1.Node
-		for i := range 60 {
-			nodes = append(nodes, nodeFor(t, fmt.Sprintf("node-%d", i), pn.kubelet(t, slow)))
-		}
-		store := newFakeStore()
-		s, err := newScraper(pn.options(Options{InsecureTLS: true, UseNodeStatusPort: true, Concurrency: 1,
-			Timeout: 2 * time.Second}), &fakeLister{nodes: nodes}, store)
-		if err != nil {
-			t.Fatal(err)
-		}
+		var slow atomic.Bool
+		slow.Store(true)
+		s, store, _ := pacedScraper(t, &slow)
 		defer closeIdle(t, s.Scraper)
 		// One worker, 60 nodes of 100 ms: 6 s of scraping in a row, over the 2 s budget.
 		start := time.Now()
@@ -109,30 +94,38 @@ func TestRampUp(t *testing.T) {
 // TestWorkersFollowTheCycle: workers added for a slow cycle (100 ms kubelets, one worker's floor) are let go, with
 // the batches they hold, once the kubelets answer at once and a cycle runs with the floor: the scraper's memory
 // follows its latest cycle, not the slowest it ever had, and never drops below the floor.
+// pacedScraper is a scraper with a floor of one worker and a 2 s budget over 60 kubelets that answer after 100 ms
+// while slow holds, at once otherwise. Call it inside a synctest bubble, and closeIdle its Scraper when done.
+func pacedScraper(t *testing.T, slow *atomic.Bool) (*testScraper, *fakeStore, *fakeLister) {
+	t.Helper()
+	var n atomic.Int64
+	kubelet := func(w http.ResponseWriter, _ *http.Request) {
+		if slow.Load() {
+			time.Sleep(100 * time.Millisecond)
+		}
+		ms, cpu := time.Now().UnixMilli(), float64(n.Add(1))
+		fmt.Fprintf(w, "# TYPE node_cpu_usage_seconds_total counter\nnode_cpu_usage_seconds_total %g %d\n", cpu, ms)
+		fmt.Fprintf(w, "# TYPE node_memory_working_set_bytes gauge\nnode_memory_working_set_bytes 1e9 %d\n", ms)
+	}
+	pn := newPipeNet()
+	var nodes []*corev1.Node
+	for i := range 60 {
+		nodes = append(nodes, nodeFor(t, fmt.Sprintf("node-%d", i), pn.kubelet(t, kubelet)))
+	}
+	store, lister := newFakeStore(), &fakeLister{nodes: nodes}
+	s, err := newScraper(pn.options(Options{InsecureTLS: true, UseNodeStatusPort: true, Concurrency: 1,
+		Timeout: 2 * time.Second}), lister, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, store, lister
+}
+
 func TestWorkersFollowTheCycle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var slow atomic.Bool
 		slow.Store(true)
-		var n atomic.Int64
-		kubelet := func(w http.ResponseWriter, _ *http.Request) {
-			if slow.Load() {
-				time.Sleep(100 * time.Millisecond)
-			}
-			ms, cpu := time.Now().UnixMilli(), float64(n.Add(1))
-			fmt.Fprintf(w, "# TYPE node_cpu_usage_seconds_total counter\nnode_cpu_usage_seconds_total %g %d\n", cpu, ms)
-			fmt.Fprintf(w, "# TYPE node_memory_working_set_bytes gauge\nnode_memory_working_set_bytes 1e9 %d\n", ms)
-		}
-		pn := newPipeNet()
-		var nodes []*corev1.Node
-		for i := range 60 {
-			nodes = append(nodes, nodeFor(t, fmt.Sprintf("node-%d", i), pn.kubelet(t, kubelet)))
-		}
-		store, lister := newFakeStore(), &fakeLister{nodes: nodes}
-		s, err := newScraper(pn.options(Options{InsecureTLS: true, UseNodeStatusPort: true, Concurrency: 1,
-			Timeout: 2 * time.Second}), lister, store)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, store, lister := pacedScraper(t, &slow)
 		defer closeIdle(t, s.Scraper)
 		s.collect(context.Background())
 		if end := store.lastEnd(t); end.err != nil || len(s.workers) < 4 {
