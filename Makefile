@@ -52,8 +52,8 @@ generate: ## regenerate the checked-in OpenAPI definitions (a test fails when th
 verify-generate: ## check the OpenAPI definitions are current
 	hack/verify-openapi.sh
 
-bench: ## micro-benchmarks (parser, storage, list encoding) with allocations
-	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
+bench: ## micro-benchmarks (parser, storage, list encoding, the pod informer under churn) with allocations
+	$(GO) test -run '^$$' -bench . -benchmem ./pkg/... ./cmd/...
 
 # Each fuzz target runs for FUZZTIME from its checked-in corpus (testdata/fuzz/<target>); a failing input is saved
 # there too, to become a regression test.
