@@ -91,9 +91,6 @@ func TestRampUp(t *testing.T) {
 	}
 }
 
-// TestWorkersFollowTheCycle: workers added for a slow cycle (100 ms kubelets, one worker's floor) are let go, with
-// the batches they hold, once the kubelets answer at once and a cycle runs with the floor: the scraper's memory
-// follows its latest cycle, not the slowest it ever had, and never drops below the floor.
 // pacedScraper is a scraper with a floor of one worker and a 2 s budget over 60 kubelets that answer after 100 ms
 // while slow holds, at once otherwise. Call it inside a synctest bubble, and closeIdle its Scraper when done.
 func pacedScraper(t *testing.T, slow *atomic.Bool) (*testScraper, *fakeStore, *fakeLister) {
@@ -121,6 +118,9 @@ func pacedScraper(t *testing.T, slow *atomic.Bool) (*testScraper, *fakeStore, *f
 	return s, store, lister
 }
 
+// TestWorkersFollowTheCycle: workers added for a slow cycle (100 ms kubelets, one worker's floor) are let go, with
+// the batches they hold, once the kubelets answer at once and a cycle runs with the floor: the scraper's memory
+// follows its latest cycle, not the slowest it ever had, and never drops below the floor.
 func TestWorkersFollowTheCycle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var slow atomic.Bool

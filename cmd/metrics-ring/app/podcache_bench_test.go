@@ -122,10 +122,10 @@ func liveHeap() float64 {
 // BenchmarkPodInformerTurnover makes 30,000 replacements of the pod informer's 30,000 pods an iteration (each at a
 // random place, under a new name, as the soak's churn does: some places twice, some not at all) and reports what
 // the cache holds afterwards beyond what it held with its first pods, per pod: -benchtime=1x, 2x, 3x ... give the
-// growth after that many turnovers. The number of pods never changes, so what grows is kept room: Go's maps (the informer's store and its namespace and label
-// indexes) grow when deletions leave them full of tombstones (golang/go#70886), and stop once they have room for
-// the churn. ns/op is the wall time of an iteration's 60,000 events, made and handled; -benchtime=Nx sets the
-// turnovers.
+// growth after that many turnovers. The number of pods never changes, so what grows is kept room: Go's maps (the
+// informer's store and its namespace and label indexes) grow when deletions leave them full of tombstones
+// (golang/go#70886), and stop once they have room for the churn. ns/op is the wall time of an iteration's 60,000
+// events, made and handled; -benchtime=Nx sets the turnovers.
 func BenchmarkPodInformerTurnover(b *testing.B) {
 	f := newPodFeed(b)
 	before := liveHeap()
