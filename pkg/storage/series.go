@@ -63,11 +63,18 @@ func (s *series) at(i int32) point {
 	return s.points[j]
 }
 
+// minFreshSpan is how long a new container must have run at its first sample for that sample to be served from its
+// start: a shorter span is mostly the process's start-up (a runtime initialising, caches filling), so its rate reads
+// far above what the container goes on to use. metrics-server waits as long, for the same reason; such a container
+// is served at its second sample, over the span between the two.
+const minFreshSpan = 10 * time.Second
+
 // add appends a valid sample and reports whether it was new (not a repeat, not ignored). start is its start time
 // (0 when unknown or invalid, see startNanos). prevBatch is the newest sample time of the previous batch with the
 // same key (0 when there was none): a container that started after it is new since that scrape, so its usage counts
-// from zero at its start time and it is servable after one sample. staleAfter is --stale-after in nanoseconds: a
-// sample that much older than the newest is a source clock that was wrong and was set back (DESIGN.md section 2).
+// from zero at its start time and it is servable after one sample, if that sample is minFreshSpan after its start.
+// staleAfter is --stale-after in nanoseconds: a sample that much older than the newest is a source clock that was
+// wrong and was set back (DESIGN.md section 2).
 func (s *series) add(p point, start int64, kind CPUKind, window time.Duration, prevBatch, staleAfter int64) bool {
 	if s.n > 0 {
 		last := s.newest()
@@ -92,7 +99,7 @@ func (s *series) add(p point, start int64, kind CPUKind, window time.Duration, p
 	if start != 0 {
 		s.start = start
 	}
-	if s.n == 0 && kind == CPUCumulative && prevBatch != 0 && start > prevBatch && start < p.ts {
+	if s.n == 0 && kind == CPUCumulative && prevBatch != 0 && start > prevBatch && start <= p.ts-int64(minFreshSpan) {
 		s.push(point{ts: start})
 	}
 	s.push(p)

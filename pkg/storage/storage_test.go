@@ -198,6 +198,16 @@ func TestContainerLifecycle(t *testing.T) {
 				{ctr("other", "app", 0, -time.Hour, 10, 1e6)},
 				{ctr("other", "app", 15*sec, -time.Hour, 11, 1e6), ctr("p", "app", 15*sec, 5*sec, 2.5, 1e6)}},
 			wantOK: true, wantCPU: map[string]uint64{"app": 250_000_000}},
+		{name: "a container started under 10 s before its first sample waits for a second one, start-up left out",
+			batches: [][]ContainerSample{
+				{ctr("other", "app", 0, -time.Hour, 10, 1e6)},
+				{ctr("other", "app", 15*sec, -time.Hour, 11, 1e6), ctr("p", "app", 15*sec, 10*sec, 2.5, 1e6)}}},
+		{name: "... and is served over the scrapes' window once it has one",
+			batches: [][]ContainerSample{
+				{ctr("other", "app", 0, -time.Hour, 10, 1e6)},
+				{ctr("other", "app", 15*sec, -time.Hour, 11, 1e6), ctr("p", "app", 15*sec, 10*sec, 2.5, 1e6)},
+				{ctr("other", "app", 30*sec, -time.Hour, 12, 1e6), ctr("p", "app", 30*sec, 10*sec, 4, 1e6)}},
+			wantOK: true, wantCPU: map[string]uint64{"app": 100_000_000}},
 		{name: "a restart (start time moves forward) starts afresh from the new start",
 			batches: [][]ContainerSample{
 				{ctr("p", "app", 0, -time.Hour, 100, 1e6)},
