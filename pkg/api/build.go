@@ -108,7 +108,7 @@ func (b *build[P]) fill(ctx context.Context, s *metricsREST[P], snap storage.Sna
 	now := s.now()
 	es := make([]entry[P], 0, len(objs))
 	for _, o := range objs {
-		if p, ok := s.kind.point(snap, o.namespace, o.name); ok {
+		if p, ok := s.kind.point(snap, &o); ok {
 			es = append(es, entry[P]{object: o, point: p})
 			// Observed once per build, not per request: observations per request of one histogram cost more CPU
 			// than serving the shared bytes (BENCHMARKS.md, "Figures behind the comments").

@@ -161,8 +161,8 @@ func (c *buildCache[P]) sameAs(g *genBuilds[P], b *build[P], snap storage.Snapsh
 }
 
 // sameObjects reports whether es, a build's entries at snap (sorted), are what a build of objs (a selection's
-// objects, in any order, each once) would hold: every entry among objs with the same labels, and every other one
-// of objs without metrics at snap.
+// objects, in any order, each once) would hold: every entry among objs, the same object with the same labels, and
+// every other one of objs without metrics at snap.
 func sameObjects[P any](k kind[P], snap storage.Snapshot, es []entry[P], objs []object) bool {
 	if len(objs) < len(es) {
 		return false
@@ -171,11 +171,11 @@ func sameObjects[P any](k kind[P], snap storage.Snapshot, es []entry[P], objs []
 	for i := range objs {
 		o := &objs[i]
 		if j := entryOf(es, o); j >= 0 {
-			if !sameLabels(es[j].labels, o.labels) {
+			if es[j].uid != o.uid || !sameLabels(es[j].labels, o.labels) {
 				return false
 			}
 			found++
-		} else if _, ok := k.point(snap, o.namespace, o.name); ok {
+		} else if _, ok := k.point(snap, o); ok {
 			return false
 		}
 	}

@@ -15,6 +15,9 @@ import (
 type object struct {
 	namespace, name string
 	labels          map[string]string
+	// uid is which object it is, when its lister says (IdentifiedPod): storage's number for it (storage.PodPoint.UID),
+	// 0 when unknown.
+	uid uint64
 }
 
 // key is the object's sort and continue key: "name", or "namespace/name".
@@ -61,8 +64,9 @@ type kind[P any] interface {
 	essential(namespace string, sel labels.Selector) (_ labels.Selector, dropped bool)
 	// object looks one object up; ok is false when it does not exist (deleted, or a pod no longer Running).
 	object(namespace, name string) (o object, ok bool, err error)
-	// point reads the object's servable metrics from a snapshot.
-	point(snap storage.Snapshot, namespace, name string) (P, bool)
+	// point reads the object's servable metrics from a snapshot: none when they were measured for another object
+	// under its name.
+	point(snap storage.Snapshot, o *object) (P, bool)
 	// same reports whether two points carry the same values, so a watch sends MODIFIED only for new samples.
 	same(a, b *P) bool
 	// item builds the API object of one entry.

@@ -68,8 +68,8 @@ func (k nodeKind) object(_, name string) (object, bool, error) {
 	return object{name: n.Name, labels: n.Labels}, true, nil
 }
 
-func (nodeKind) point(snap storage.Snapshot, _, name string) (storage.NodePoint, bool) {
-	return snap.Node(name)
+func (nodeKind) point(snap storage.Snapshot, o *object) (storage.NodePoint, bool) {
+	return snap.Node(o.name)
 }
 
 func (nodeKind) same(a, b *storage.NodePoint) bool {

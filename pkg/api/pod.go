@@ -59,7 +59,7 @@ func (k podKind) objects(namespace string, sel labels.Selector) ([]object, error
 			klog.ErrorS(err, "Skipping pod lister object without metadata", "type", fmt.Sprintf("%T", obj))
 			return
 		}
-		out = append(out, object{namespace: pod.GetNamespace(), name: pod.GetName(), labels: pod.GetLabels()})
+		out = append(out, podObject(obj, pod))
 	}
 	if err := k.read(namespace, sel, func(n int) { out = slices.Grow(out, n) }, add); err != nil {
 		klog.ErrorS(err, "Failed listing pods", "namespace", namespace, "labelSelector", sel.String())
@@ -115,11 +115,30 @@ func (k podKind) object(namespace, name string) (object, bool, error) {
 	if err != nil {
 		return object{}, false, apierrors.NewInternalError(fmt.Errorf("pod %s/%s: %w", namespace, name, err))
 	}
-	return object{namespace: pod.GetNamespace(), name: pod.GetName(), labels: pod.GetLabels()}, true, nil
+	return podObject(obj, pod), true, nil
 }
 
-func (podKind) point(snap storage.Snapshot, namespace, name string) (storage.PodPoint, bool) {
-	return snap.Pod(namespace, name)
+// IdentifiedPod is a pod lister's object that tells which object it is: the number storage was given for it
+// (storage.PodObject.UID; cmd's trimmed pods), so that a point is joined only with the object it was measured for.
+type IdentifiedPod interface{ ObjectUID() uint64 }
+
+// podObject is the object of the pod lister's obj, whose metadata is m.
+func podObject(obj any, m metav1.Object) object {
+	o := object{namespace: m.GetNamespace(), name: m.GetName(), labels: m.GetLabels()}
+	if id, ok := obj.(IdentifiedPod); ok {
+		o.uid = id.ObjectUID()
+	}
+	return o
+}
+
+func (podKind) point(snap storage.Snapshot, o *object) (storage.PodPoint, bool) {
+	p, ok := snap.Pod(o.namespace, o.name)
+	if ok && o.uid != 0 && p.UID != 0 && p.UID != o.uid {
+		// Measured for its predecessor under the name: deleted and re-created, the new object reaches the
+		// informer before storage publishes the old one's removal (DESIGN.md section 2, "Whose samples count").
+		return storage.PodPoint{}, false
+	}
+	return p, ok
 }
 
 func (podKind) same(a, b *storage.PodPoint) bool {

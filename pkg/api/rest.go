@@ -131,7 +131,7 @@ func (s *metricsREST[P]) Get(ctx context.Context, name string, _ *metav1.GetOpti
 	if !ok {
 		return nil, notFound
 	}
-	p, ok := s.kind.point(snap, namespace, name)
+	p, ok := s.kind.point(snap, &obj)
 	if !ok {
 		return nil, notFound
 	}

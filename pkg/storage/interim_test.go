@@ -33,7 +33,7 @@ func contents(v *view) (nodes map[string]NodePoint, pods map[string]PodPoint) {
 	for k, i := range v.index.all() {
 		if e, r, ok := v.pods.entry(i); ok && e.n > 0 {
 			pods[k.namespace+"/"+k.name] = PodPoint{Timestamp: time.Unix(0, e.ts), Window: e.window,
-				Names: slices.Clone(r.names[e.from : e.from+e.n]), Usages: slices.Clone(r.usages[e.from : e.from+e.n])}
+				Names: slices.Clone(r.names[e.from : e.from+e.n]), Usages: slices.Clone(r.usages[e.from : e.from+e.n]), UID: e.object}
 		}
 	}
 	return nodes, pods

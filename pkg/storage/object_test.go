@@ -9,7 +9,8 @@ import (
 // TestSamplesBelongToThePodObject follows DESIGN.md section 2, "Whose samples count": samples belong to the pod
 // object, not its name. A pod re-created under its name (deleted and added, or a UID seen to change on an update)
 // loses its predecessor's series at once, and a sample stamped before it was created, or of a container started
-// before it (the predecessor's containers, still reported after a force-delete), is never stored for it.
+// before it (the predecessor's containers, still reported after a force-delete), is never stored for it. Each
+// point names the object it was measured for.
 func TestSamplesBelongToThePodObject(t *testing.T) {
 	sec := time.Second
 	old := PodObject{Namespace: "ns", Name: "p", Node: "n1", UID: 1, Created: t0.Add(-2 * time.Hour)}
@@ -62,8 +63,8 @@ func TestSamplesBelongToThePodObject(t *testing.T) {
 				r := oldInstance(at, at)
 				f.scrape(at, nil, []ContainerSample{ctr("p", "app", r.ts, r.start, r.cpu, r.mem)})
 			}
-			if _, ok := f.Pod("ns", "p"); !ok {
-				t.Fatal("the old pod is not served")
+			if got, ok := f.Pod("ns", "p"); !ok || got.UID != old.UID {
+				t.Fatalf("the old pod is not served as its object: %v, UID %d, want %d", ok, got.UID, old.UID)
 			}
 			if tc.deleted {
 				f.PodDeleted("ns", "p")
@@ -102,6 +103,9 @@ func TestSamplesBelongToThePodObject(t *testing.T) {
 			}
 			if ok && float64(got.Containers()[0].Memory) != tc.wantMem {
 				t.Errorf("memory = %d, want %v", got.Containers()[0].Memory, tc.wantMem)
+			}
+			if ok && got.UID != recreated.UID {
+				t.Errorf("the new pod's point is of object %d, want %d: the API would not join it with its object", got.UID, recreated.UID)
 			}
 		})
 	}

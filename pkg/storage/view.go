@@ -53,6 +53,7 @@ type nodeEntry struct {
 type podEntry struct {
 	ts, staleAt int64
 	window      time.Duration
+	object      uint64 // the pod object the samples were measured for (pod.object)
 	from, n     uint32
 }
 
@@ -201,7 +202,7 @@ func (s *Storage) nodeEntry(sr *series, now time.Time) (nodeEntry, bool) {
 func (s *Storage) appendPod(p *pod, r *runs) (podEntry, bool) {
 	w, res, stale := s.opts.Window, s.opts.Resolution, s.opts.StaleAfter
 	from := r.len()
-	e := podEntry{from: uint32(from)}
+	e := podEntry{from: uint32(from), object: p.object}
 	if len(p.containers) == 0 || p.implausible {
 		return podEntry{}, false
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/metrics-ring/metrics-ring/pkg/api"
 	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
@@ -41,6 +42,9 @@ func hashUID(uid types.UID) uint64 {
 	}
 	return maphash.String(uidSeed, string(uid)) | 1 // never 0, which means unknown
 }
+
+// ObjectUID tells the API which object the pod is: the number storage knows it by (its points' UID).
+func (p *runningPod) ObjectUID() uint64 { return p.uid }
 
 // object is the pod as storage knows it.
 func (p *runningPod) object() storage.PodObject {
@@ -100,4 +104,6 @@ func (unkeptMeta) SetManagedFields([]metav1.ManagedFieldsEntry)  {}
 var (
 	_ runtime.Object = (*runningPod)(nil)
 	_ metav1.Object  = (*runningPod)(nil)
+	// The API joins a pod's point only with the object it was measured for.
+	_ api.IdentifiedPod = (*runningPod)(nil)
 )

@@ -1,0 +1,80 @@
+package api
+
+import (
+	"context"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/metrics/pkg/apis/metrics"
+
+	"github.com/metrics-ring/metrics-ring/pkg/storage"
+)
+
+// uidPod is a pod lister's object that tells which object it is, as cmd's trimmed pods do.
+type uidPod struct {
+	*metav1.PartialObjectMetadata
+	uid uint64
+}
+
+func (p uidPod) ObjectUID() uint64 { return p.uid }
+
+// TestPointsJoinOnlyTheirObject follows DESIGN.md section 2, "Whose samples count": a pod deleted and re-created
+// under its name is in the informer before storage publishes its predecessor's removal, and until then the
+// snapshot's point under the name is the predecessor's. Get and list serve a point only with the object it was
+// measured for (either side unknown: served, as before objects were told apart), and a build of the predecessor
+// is not taken for the new object's. Before, the new pod was served its predecessor's values (seen in the e2e
+// TestPodRecreatedIsNeverServedItsPredecessor).
+func TestPointsJoinOnlyTheirObject(t *testing.T) {
+	cases := []struct {
+		name              string
+		pointUID, podUID  uint64
+		wantServed        bool
+		wantBuildReusable bool
+	}{
+		{name: "the object the point was measured for", pointUID: 1, podUID: 1, wantServed: true, wantBuildReusable: true},
+		{name: "its successor under the name", pointUID: 1, podUID: 2},
+		{name: "the point's object unknown", pointUID: 0, podUID: 2, wantServed: true},
+		{name: "the pod's object unknown", pointUID: 1, podUID: 0, wantServed: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			point := podPoint(storage.ContainerPoint{Name: "app", Usage: storageUsage(300_000_000, 80<<20)})
+			point.UID = tc.pointUID
+			m := &fakeMetrics{pods: map[string]storage.PodPoint{"ns/p": point}}
+			idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+			if err := idx.Add(uidPod{podMeta("ns", "p", map[string]string{"app": "web"}), tc.podUID}); err != nil {
+				t.Fatal(err)
+			}
+			s := podRESTOf(m, cache.NewGenericLister(idx, podResource))
+			ctx := genericapirequest.WithNamespace(context.Background(), "ns")
+
+			_, err := s.Get(ctx, "p", nil)
+			if tc.wantServed && err != nil {
+				t.Errorf("get: %v, want the pod's metrics", err)
+			}
+			if !tc.wantServed && !apierrors.IsNotFound(err) {
+				t.Errorf("get: %v, want 404: the point is its predecessor's", err)
+			}
+			obj, err := s.List(ctx, listOpts(t, "", ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(unshared(obj).(*metrics.PodMetricsList).Items); (n == 1) != tc.wantServed {
+				t.Errorf("list: %d items, want served %v", n, tc.wantServed)
+			}
+
+			// A build made for the point's object, read again for the object the lister has now (same name
+			// and labels): reused only if they are one.
+			snap := m.Latest()
+			built := object{namespace: "ns", name: "p", labels: map[string]string{"app": "web"}, uid: tc.pointUID}
+			es := []entry[storage.PodPoint]{{object: built, point: point}}
+			now := []object{{namespace: "ns", name: "p", labels: map[string]string{"app": "web"}, uid: tc.podUID}}
+			if got := sameObjects[storage.PodPoint](podKind{}, snap, es, now); got != tc.wantBuildReusable {
+				t.Errorf("build of object %d reused for object %d: %v, want %v", tc.pointUID, tc.podUID, got, tc.wantBuildReusable)
+			}
+		})
+	}
+}
