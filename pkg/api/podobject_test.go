@@ -21,23 +21,38 @@ type uidPod struct {
 
 func (p uidPod) ObjectUID() uint64 { return p.uid }
 
+// removedOnce is a fakeMetrics whose storage counted one removal, of ns/p (its object deleted, or another under
+// the name), not yet published.
+type removedOnce struct{ *fakeMetrics }
+
+func (removedOnce) Removals() uint64 { return 1 }
+
+func (removedOnce) RemovedAfter(count uint64) ([]storage.Removal, uint64, bool) {
+	if count >= 1 {
+		return nil, count, true
+	}
+	return []storage.Removal{{Namespace: "ns", Name: "p"}}, 1, true
+}
+
 // TestPointsJoinOnlyTheirObject follows DESIGN.md section 2, "Whose samples count": a pod deleted and re-created
 // under its name is in the informer before storage publishes its predecessor's removal, and until then the
 // snapshot's point under the name is the predecessor's. Get and list serve a point only with the object it was
-// measured for (either side unknown: served, as before objects were told apart), and a build of the predecessor
-// is not taken for the new object's. Before, the new pod was served its predecessor's values (seen in the e2e
-// TestPodRecreatedIsNeverServedItsPredecessor).
+// measured for (either side unknown: served, as before objects were told apart), a build of the predecessor is
+// not taken for the new object's, and a watch joining a feed at the predecessor's build is not told of it. Before,
+// the new pod was served its predecessor's values (seen in the e2e TestPodRecreatedIsNeverServedItsPredecessor).
 func TestPointsJoinOnlyTheirObject(t *testing.T) {
 	cases := []struct {
 		name              string
 		pointUID, podUID  uint64
 		wantServed        bool
 		wantBuildReusable bool
+		wantWatchTold     bool // of the entry, joining at a build made before a removal under the name
 	}{
-		{name: "the object the point was measured for", pointUID: 1, podUID: 1, wantServed: true, wantBuildReusable: true},
+		{name: "the object the point was measured for", pointUID: 1, podUID: 1, wantServed: true, wantBuildReusable: true,
+			wantWatchTold: true},
 		{name: "its successor under the name", pointUID: 1, podUID: 2},
-		{name: "the point's object unknown", pointUID: 0, podUID: 2, wantServed: true},
-		{name: "the pod's object unknown", pointUID: 1, podUID: 0, wantServed: true},
+		{name: "the point's object unknown", pointUID: 0, podUID: 2, wantServed: true, wantWatchTold: true},
+		{name: "the pod's object unknown", pointUID: 1, podUID: 0, wantServed: true, wantWatchTold: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,6 +89,15 @@ func TestPointsJoinOnlyTheirObject(t *testing.T) {
 			now := []object{{namespace: "ns", name: "p", labels: map[string]string{"app": "web"}, uid: tc.podUID}}
 			if got := sameObjects[storage.PodPoint](podKind{}, snap, es, now); got != tc.wantBuildReusable {
 				t.Errorf("build of object %d reused for object %d: %v, want %v", tc.pointUID, tc.podUID, got, tc.wantBuildReusable)
+			}
+
+			// A watch joining a feed at that build, made before storage counted a removal under the name.
+			w := podRESTOf(removedOnce{m}, cache.NewGenericLister(idx, podResource))
+			b := &build[storage.PodPoint]{res: w, done: closed, entries: es}
+			from, gone := w.current(b)
+			if told := len(from.entries) == 1; told != tc.wantWatchTold {
+				t.Errorf("a joining watch told of the build's object %d with object %d now under the name: %v, want %v (withheld %v)",
+					tc.pointUID, tc.podUID, told, tc.wantWatchTold, gone)
 			}
 		})
 	}

@@ -55,7 +55,8 @@ func (b *build[P]) lists(r storage.Removal) bool {
 }
 
 // current returns the build a watch joining a feed at b starts from: b, or when b may list an object removed since
-// (build.stale), a copy of b without the objects the informers no longer have, with their keys.
+// (build.stale), a copy of b without the objects the informers no longer have (or have another object under the
+// name: a pod re-created), with their keys.
 func (s *metricsREST[P]) current(b *build[P]) (*build[P], map[string]struct{}) {
 	if !b.stale(s.snaps.Removals()) {
 		return b, nil
@@ -63,7 +64,7 @@ func (s *metricsREST[P]) current(b *build[P]) (*build[P], map[string]struct{}) {
 	var gone map[string]struct{}
 	es := make([]entry[P], 0, len(b.entries))
 	for _, e := range b.entries {
-		if _, ok, err := s.kind.object(e.namespace, e.name); err == nil && !ok {
+		if o, ok, err := s.kind.object(e.namespace, e.name); err == nil && (!ok || replaced(&e.object, &o)) {
 			if gone == nil {
 				gone = map[string]struct{}{}
 			}
@@ -77,6 +78,12 @@ func (s *metricsREST[P]) current(b *build[P]) (*build[P], map[string]struct{}) {
 	}
 	return &build[P]{res: b.res, key: b.key, rv: b.rv, generation: b.generation, created: b.created, entries: es,
 		removals: b.removals, done: closed}, gone
+}
+
+// replaced reports whether the informers' object now is another than the one a build listed under the name
+// (either unknown: not known to be another).
+func replaced(listed, now *object) bool {
+	return listed.uid != 0 && now.uid != 0 && listed.uid != now.uid
 }
 
 // told returns a delivery of the feed as the watch is to send it: without the DELETED of an object withheld from it

@@ -33,7 +33,7 @@ func contents(v *view) (nodes map[string]NodePoint, pods map[string]PodPoint) {
 	for k, i := range v.index.all() {
 		if e, r, ok := v.pods.entry(i); ok && e.n > 0 {
 			pods[k.namespace+"/"+k.name] = PodPoint{Timestamp: time.Unix(0, e.ts), Window: e.window,
-				Names: slices.Clone(r.names[e.from : e.from+e.n]), Usages: slices.Clone(r.usages[e.from : e.from+e.n]), UID: e.object}
+				Names: slices.Clone(r.names[e.from : e.from+e.n]), Usages: slices.Clone(r.usages[e.from : e.from+e.n]), UID: e.uid}
 		}
 	}
 	return nodes, pods
@@ -146,8 +146,8 @@ func TestInterimBuildEqualsFullBuild(t *testing.T) {
 						cy.Append(&b)
 					case 1:
 						s.PodBound(smp.Namespace, smp.Pod, batches[rng.IntN(len(batches))].Key)
-					default:
-						s.PodBound(smp.Namespace, smp.Pod, b.Key)
+					default: // where it was, its object told: learnt, the same, or another under the name
+						s.BindPod(PodObject{Namespace: smp.Namespace, Name: smp.Pod, Node: b.Key, UID: uint64(rng.IntN(3))})
 					}
 				case op == 12:
 					checked(step, func() { s.NodeDeleted(batches[rng.IntN(len(batches))].Key) })

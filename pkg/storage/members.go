@@ -55,7 +55,15 @@ func (s *Storage) BindPod(o PodObject) {
 		seriesPruned.WithLabelValues("deleted").Add(float64(len(p.containers)))
 		p.node, p.containers, p.object, p.created, p.implausible = o.Node, nil, o.UID, created, false
 		s.touchPod(p.slot)
+		if _, served := s.view.Load().Pod(o.Namespace, o.Name); served && s.health.Cycles > 0 {
+			// A removal of the predecessor, as PodDeleted's: readers' builds that list it must not be reused
+			// (Removals). Published below, at once.
+			s.countRemoval(Removal{Namespace: o.Namespace, Name: o.Name})
+		}
 	case o.UID != 0:
+		if p.object != o.UID {
+			s.touchPod(p.slot) // the next publication's point names its object
+		}
 		p.object, p.created = o.UID, created // known from now on
 		return
 	default:

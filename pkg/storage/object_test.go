@@ -69,7 +69,15 @@ func TestSamplesBelongToThePodObject(t *testing.T) {
 			if tc.deleted {
 				f.PodDeleted("ns", "p")
 			}
+			removals := f.Removals()
 			f.BindPod(recreated)
+			// Either way readers learn the predecessor left: a build listing it is not reused (Removals).
+			if !tc.deleted && f.Removals() != removals+1 {
+				t.Errorf("a UID change counted %d removals, want 1", f.Removals()-removals)
+			}
+			if gone, _, _ := f.RemovedAfter(f.Removals() - 1); len(gone) != 1 || gone[0] != (Removal{Namespace: "ns", Name: "p"}) {
+				t.Errorf("the last removal: %v, want ns/p", gone)
+			}
 			// At once, not at the next publication: the API joins the new object with whatever is published.
 			if got, ok := f.Pod("ns", "p"); ok {
 				t.Fatalf("the re-created pod is served its predecessor's point until the next publication: %+v", got.Containers())

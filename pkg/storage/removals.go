@@ -76,8 +76,7 @@ func (s *Storage) removed(r Removal, served bool) {
 		// No build of the newest view lists it: counting it would make readers rebuild for nothing.
 		return
 	}
-	s.removedLog.add(r) // before it is counted: a reader seeing the count finds it in the log
-	s.removals.Add(1)
+	s.countRemoval(r)
 	if s.removalDue {
 		return
 	}
@@ -89,6 +88,13 @@ func (s *Storage) removed(r Removal, served bool) {
 	}
 	s.removalDue = true
 	s.opts.AfterFunc(wait, s.publishRemovals)
+}
+
+// countRemoval logs and counts the removal r, for readers (Removals, RemovedAfter); the caller publishes it. Called
+// with s.mu held.
+func (s *Storage) countRemoval(r Removal) {
+	s.removedLog.add(r) // before it is counted: a reader seeing the count finds it in the log
+	s.removals.Add(1)
 }
 
 // publishRemovals publishes the removals that came within MinPublishInterval of a publication, unless a

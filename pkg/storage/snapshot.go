@@ -98,7 +98,7 @@ func (v *view) Pod(namespace, name string) (PodPoint, bool) {
 	}
 	end := e.from + e.n
 	return PodPoint{Timestamp: time.Unix(0, e.ts), Window: e.window, Names: r.names[e.from:end:end],
-		Usages: r.usages[e.from:end:end], UID: e.object}, true
+		Usages: r.usages[e.from:end:end], UID: e.uid}, true
 }
 
 // Generation implements Snapshot.

@@ -163,7 +163,8 @@ type PodPoint struct {
 	Window    time.Duration
 	Names     []string
 	Usages    []Usage
-	// UID is the pod object the samples were measured for (PodObject.UID), 0 when unknown. A reader that joins
+	// UID is the pod object the samples were measured for, as cmd named it to storage (PodObject.UID: a hash of its
+	// metadata.uid, this process's only, not comparable across replicas or restarts), 0 when unknown. A reader that joins
 	// the point with the informer's object under the name must check they are one: a pod deleted and re-created
 	// under its name reaches the informer before storage publishes the predecessor's removal (removals.go).
 	UID uint64

@@ -53,7 +53,7 @@ type nodeEntry struct {
 type podEntry struct {
 	ts, staleAt int64
 	window      time.Duration
-	object      uint64 // the pod object the samples were measured for (pod.object)
+	uid         uint64 // the pod object the samples were measured for (pod.object; PodPoint.UID)
 	from, n     uint32
 }
 
@@ -202,7 +202,7 @@ func (s *Storage) nodeEntry(sr *series, now time.Time) (nodeEntry, bool) {
 func (s *Storage) appendPod(p *pod, r *runs) (podEntry, bool) {
 	w, res, stale := s.opts.Window, s.opts.Resolution, s.opts.StaleAfter
 	from := r.len()
-	e := podEntry{from: uint32(from), object: p.object}
+	e := podEntry{from: uint32(from), uid: p.object}
 	if len(p.containers) == 0 || p.implausible {
 		return podEntry{}, false
 	}

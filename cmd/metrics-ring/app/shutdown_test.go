@@ -83,7 +83,7 @@ func TestShutdown(t *testing.T) {
 	// The context's end reaches the server through its own goroutine, so /readyz may pass for a moment after it
 	// (seen on a loaded machine); a load balancer's next probe, not this instant, is what must see the failure.
 	code, body, err := insecureGet("https://" + f.addr + "/readyz?verbose")
-	for i := 0; (err != nil || code == http.StatusOK) && i < 20; i++ { // bounded: a second, well inside the delay
+	for i := 0; err == nil && code == http.StatusOK && i < 20; i++ { // bounded: a second, well inside the delay
 		time.Sleep(50 * time.Millisecond)
 		code, body, err = insecureGet("https://" + f.addr + "/readyz?verbose")
 	}
