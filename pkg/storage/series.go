@@ -65,17 +65,17 @@ func (s *series) at(i int32) point {
 
 // minFreshSpan is how long a new container must have run at its first sample for that sample to be served from its
 // start: a shorter span is mostly the process's start-up (a runtime initialising, caches filling), so its rate reads
-// far above what the container goes on to use. metrics-server waits as long, for the same reason; such a container
-// is served at its second sample, over the span between the two.
+// far above what the container goes on to use. metrics-server waits as long, for the same reason (and counts a
+// container as fresh while its span is under one resolution; here it is one that started after Storage.newAfter);
+// such a container is served at its second sample, over the span between the two.
 const minFreshSpan = 10 * time.Second
 
 // add appends a valid sample and reports whether it was new (not a repeat, not ignored). start is its start time
-// (0 when unknown or invalid, see startNanos). prevBatch is the newest sample time of the previous batch with the
-// same key (0 when there was none): a container that started after it is new since that scrape, so its usage counts
-// from zero at its start time and it is servable after one sample, if that sample is minFreshSpan after its start.
-// staleAfter is --stale-after in nanoseconds: a sample that much older than the newest is a source clock that was
-// wrong and was set back (DESIGN.md section 2).
-func (s *series) add(p point, start int64, kind CPUKind, window time.Duration, prevBatch, staleAfter int64) bool {
+// (0 when unknown or invalid, see startNanos). A container first seen that started after newAfter (see
+// Storage.newAfter; 0: none is new) is new, so its usage counts from zero at its start time and it is servable
+// after one sample, if that sample is minFreshSpan after its start. staleAfter is --stale-after in nanoseconds: a
+// sample that much older than the newest is a source clock that was wrong and was set back (DESIGN.md section 2).
+func (s *series) add(p point, start int64, kind CPUKind, window time.Duration, newAfter, staleAfter int64) bool {
 	if s.n > 0 {
 		last := s.newest()
 		switch {
@@ -99,7 +99,7 @@ func (s *series) add(p point, start int64, kind CPUKind, window time.Duration, p
 	if start != 0 {
 		s.start = start
 	}
-	if s.n == 0 && kind == CPUCumulative && prevBatch != 0 && start > prevBatch && start <= p.ts-int64(minFreshSpan) {
+	if s.n == 0 && kind == CPUCumulative && newAfter != 0 && start > newAfter && start <= p.ts-int64(minFreshSpan) {
 		s.push(point{ts: start})
 	}
 	s.push(p)

@@ -208,6 +208,18 @@ func TestContainerLifecycle(t *testing.T) {
 				{ctr("other", "app", 15*sec, -time.Hour, 11, 1e6), ctr("p", "app", 15*sec, 10*sec, 2.5, 1e6)},
 				{ctr("other", "app", 30*sec, -time.Hour, 12, 1e6), ctr("p", "app", 30*sec, 10*sec, 4, 1e6)}},
 			wantOK: true, wantCPU: map[string]uint64{"app": 100_000_000}},
+		{name: "a container the previous scrape missed, started within a resolution before it, counts from zero at its start",
+			// Its pod bound just after that scrape, or the kubelet not yet reporting it: not a cycle later than others.
+			batches: [][]ContainerSample{
+				{ctr("other", "app", 0, -time.Hour, 10, 1e6)},
+				{ctr("other", "app", 15*sec, -time.Hour, 11, 1e6)},
+				{ctr("other", "app", 30*sec, -time.Hour, 12, 1e6), ctr("p", "app", 30*sec, 12*sec, 1.8, 1e6)}},
+			wantOK: true, wantCPU: map[string]uint64{"app": 100_000_000}},
+		{name: "a container first seen that started before the scrape before the previous one needs two samples",
+			batches: [][]ContainerSample{
+				{ctr("other", "app", 0, -time.Hour, 10, 1e6)},
+				{ctr("other", "app", 15*sec, -time.Hour, 11, 1e6)},
+				{ctr("other", "app", 30*sec, -time.Hour, 12, 1e6), ctr("p", "app", 30*sec, -sec, 3.1, 1e6)}}},
 		{name: "a restart (start time moves forward) starts afresh from the new start",
 			batches: [][]ContainerSample{
 				{ctr("p", "app", 0, -time.Hour, 100, 1e6)},

@@ -22,6 +22,7 @@ func (s *Storage) store(b *Batch) Rejection {
 	s.batches++
 	seq := s.batches
 	prev := s.lastBatch[b.Key].ts
+	newAfter := s.newAfter(prev)
 	var newest int64 // this batch's newest sample time: a clock set back lowers it, so it is not max'ed with prev
 
 	for i := range b.Nodes {
@@ -34,7 +35,7 @@ func (s *Storage) store(b *Batch) Rejection {
 		if sr.batch != seq {
 			s.touchNode(smp.Node)
 		}
-		if s.record(sr, b, &smp.Sample, seq, now, prev, &rej) {
+		if s.record(sr, b, &smp.Sample, seq, now, newAfter, &rej) {
 			rej.Example = describe(smp.Node, &smp.Sample)
 		}
 		s.judgeNode(smp, sr, &rej)
@@ -66,7 +67,7 @@ func (s *Storage) store(b *Batch) Rejection {
 			touched = append(touched, smp)
 		}
 		sr := p.series(smp.Container, s.opts.History)
-		if s.record(sr, b, &smp.Sample, seq, now, prev, &rej) {
+		if s.record(sr, b, &smp.Sample, seq, now, newAfter, &rej) {
 			rej.Example = describe(smp.Namespace+"/"+smp.Pod+"/"+smp.Container, &smp.Sample)
 		}
 		newest = max(newest, nanosOrZero(smp.Timestamp))
@@ -95,9 +96,23 @@ func count(rej Rejection) {
 	}
 }
 
+// newAfter is when a container first seen in a batch must have started after to count from zero at its start
+// (series.add), given prev, the newest sample time of the previous batch of the same key (0: none). One resolution
+// before it, not prev itself: that batch may have missed a container that had started (its pod not yet bound, the
+// informer's Running event a little behind the kubelet, or not yet in the kubelet's report), which would then wait a
+// cycle longer than the others for a second sample; its counter still starts from zero at its start, so the span
+// served, under two resolutions, is a true average. Nothing is new at a key's first batch: a container seen then
+// may have run for hours.
+func (s *Storage) newAfter(prev int64) int64 {
+	if prev == 0 {
+		return 0
+	}
+	return max(1, prev-int64(s.opts.Resolution))
+}
+
 // record validates one sample and appends it to its series. It reports whether the sample is the batch's first
 // rejected one, so the caller names it (only then: building names per sample would allocate).
-func (s *Storage) record(sr *series, b *Batch, smp *Sample, seq uint64, now, prev int64, rej *Rejection) bool {
+func (s *Storage) record(sr *series, b *Batch, smp *Sample, seq uint64, now, newAfter int64, rej *Rejection) bool {
 	sr.batch = seq
 	ts, inRange := sampleNanos(smp.Timestamp)
 	invalid, zero := validate(b.CPU, smp)
@@ -106,7 +121,7 @@ func (s *Storage) record(sr *series, b *Batch, smp *Sample, seq uint64, now, pre
 	if !sr.bad {
 		start, badStart := startNanos(smp.StartTime, ts)
 		swap, badSwap := validSwap(smp)
-		if sr.add(point{ts: ts, cpu: smp.CPU}, start, b.CPU, b.Window, prev, int64(s.opts.StaleAfter)) {
+		if sr.add(point{ts: ts, cpu: smp.CPU}, start, b.CPU, b.Window, newAfter, int64(s.opts.StaleAfter)) {
 			sr.seen = now // staleness counts from the newest new sample, not from repeats or ignored ones
 			sr.mem, sr.swap = smp.Memory, swap
 		}
