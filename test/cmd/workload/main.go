@@ -15,15 +15,9 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
-
-// period is one burn cycle: each burning goroutine spins for its share of it and sleeps the rest, so the
-// container's CPU rate is the share on average over any window of a second or more.
-const period = 10 * time.Millisecond
 
 func main() {
 	if consumer() {
@@ -73,27 +67,6 @@ func hold(mib int) []byte {
 	return b
 }
 
-// burners is the load of each burning goroutine, in millicores; one is started per core of load.
-var (
-	burnersMu sync.Mutex
-	burners   []*atomic.Int64
-)
-
-// setLoad spreads millicores over burning goroutines of at most 1000m each.
-func setLoad(millicores int) {
-	burnersMu.Lock()
-	defer burnersMu.Unlock()
-	for len(burners) < (millicores+999)/1000 {
-		b := new(atomic.Int64)
-		burners = append(burners, b)
-		go burn(b)
-	}
-	for _, b := range burners {
-		b.Store(int64(min(max(millicores, 0), 1000)))
-		millicores -= 1000
-	}
-}
-
 // shareLoad announces this pod in dir every half second and burns the total over the pods announced in the
 // last 3 seconds.
 func shareLoad(dir string) {
@@ -115,20 +88,6 @@ func shareLoad(dir string) {
 		}
 		setLoad(total / max(pods, 1))
 		time.Sleep(500 * time.Millisecond)
-	}
-}
-
-// burn spins for load/1000 of every period, on one thread.
-func burn(load *atomic.Int64) {
-	runtime.LockOSThread()
-	for {
-		busy := period * time.Duration(load.Load()) / 1000
-		start := time.Now()
-		for time.Since(start) < busy {
-		}
-		if rest := period - time.Since(start); rest > 0 {
-			time.Sleep(rest)
-		}
 	}
 }
 

@@ -104,7 +104,8 @@ func declareSidecarGate(ctx context.Context) error {
 // observeCPUConsumer polls what metrics-ring serves for the suite's cpu-consumer every second until ctx ends and
 // returns the first distinct values: its CPU spec reads the first one served, and a container's first sample counts
 // from its start, start-up included, when it has run 10 s (storage's minFreshSpan, as metrics-server's own
-// threshold): a 4.7 s span once read 62m, out of the spec's 40m to 60m.
+// threshold). Reads of 62m and 61m, out of the spec's 40m to 60m, were the stand-in's own burn (67m to 70m for 50m
+// asked, before the workload regulated its CPU).
 func observeCPUConsumer(ctx context.Context) <-chan []string {
 	const first = 6
 	done := make(chan []string, 1)
