@@ -64,10 +64,11 @@ func (s *series) at(i int32) point {
 }
 
 // minFreshSpan is how long a new container must have run at its first sample for that sample to be served from its
-// start: a shorter span is mostly the process's start-up (a runtime initialising, caches filling), so its rate reads
-// far above what the container goes on to use. metrics-server waits as long, for the same reason (and counts a
-// container as fresh while its span is under one resolution; here it is one that started after Storage.newAfter);
-// such a container is served at its second sample, over the span between the two.
+// start: metrics-server's freshContainerMinMetricsResolution, so that the two servers agree on when a new pod is
+// first served and over which span (a span of a few seconds is the process's start-up, a runtime initialising,
+// which may read above what the container goes on to use). metrics-server counts a container as fresh while its
+// span is under one resolution; here it is one that started after Storage.newAfter. Such a container is served at
+// its second sample, over the span between the two.
 const minFreshSpan = 10 * time.Second
 
 // add appends a valid sample and reports whether it was new (not a repeat, not ignored). start is its start time

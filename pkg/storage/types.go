@@ -51,8 +51,9 @@ type ContainerSample struct {
 // slices are only read during Cycle.Append, so a source may reuse one Batch between calls.
 type Batch struct {
 	// Key names what the batch covers (the node name for the kubelet, "" for a cluster-wide poll). A container first
-	// seen in a batch whose start time is after the previous batch of the same key counts from zero at its start
-	// (once it has run minFreshSpan).
+	// seen in a CPUCumulative batch whose start time is after Storage.newAfter of the previous batch of the same key
+	// (one resolution before it) counts from zero at its start, once it has run minFreshSpan; CPURate samples are
+	// servable at their first, so the Prometheus source's batches of one key need not be told apart.
 	Key string
 	// CPU says how to read the CPU values of every sample in the batch.
 	CPU CPUKind

@@ -101,8 +101,12 @@ func count(rej Rejection) {
 // before it, not prev itself: that batch may have missed a container that had started (its pod not yet bound, the
 // informer's Running event a little behind the kubelet, or not yet in the kubelet's report), which would then wait a
 // cycle longer than the others for a second sample; its counter still starts from zero at its start, so the span
-// served, under two resolutions, is a true average. Nothing is new at a key's first batch: a container seen then
-// may have run for hours.
+// served is a true average. That span is under two resolutions when no scrape of the key failed since prev, and at
+// most --stale-after plus half a resolution when some did (series.usage's bound of a missed scrape's span): longer
+// than --window, as a missed scrape's span is (DESIGN.md section 2), and said in the point's window. A node
+// clock stepped back by more than a few seconds between the two batches, while the container started, can shorten
+// the span the counter is divided by and read high; the plausibility check still bounds it by the node's capacity.
+// Nothing is new at a key's first batch: a container seen then may have run for hours.
 func (s *Storage) newAfter(prev int64) int64 {
 	if prev == 0 {
 		return 0
