@@ -148,3 +148,64 @@ func heapAlloc() int64 {
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
 }
+
+// BenchmarkStorageTurnover replaces every pod of 300 nodes x 30 pods x 2 containers four times over, as a soak's
+// churn does (pods deleted, successors bound under new names on the same node, their containers in the next
+// scrapes), through full collection cycles with interim publications, and reports the heap after a collection at
+// the end of each turnover beyond the first's, per pod: storage keeping anything per pod replaced (names, series,
+// slots, removals) would show as growth.
+func BenchmarkStorageTurnover(b *testing.B) {
+	const nodes, podsPerNode, turnovers = 300, 30, 4
+	const perCycle = 45 // 3 a second at a 15 s resolution: a turnover in 200 cycles
+	for b.Loop() {
+		batches := cluster(nodes, podsPerNode, 2)
+		clk := &clock{now: t0}
+		s := New(Options{Now: clk.Now, AfterFunc: func(time.Duration, func()) {}})
+		bindEvery(s, batches)
+		cycle := func() {
+			clk.now = clk.now.Add(15 * time.Second)
+			advance(batches, clk.now)
+			c := s.BeginCycle()
+			for j := range batches {
+				c.Append(&batches[j])
+				if j%(nodes/10) == 0 {
+					clk.now = clk.now.Add(time.Second)
+					c.Publish()
+				}
+			}
+			c.Commit(Outcome{Success: true})
+		}
+		cycle()
+		cycle()
+		replacedSoFar := 0
+		var heaps []int64
+		var newest podKey
+		for range turnovers * nodes * podsPerNode / perCycle {
+			for range perCycle {
+				i := replacedSoFar % (nodes * podsPerNode) // the oldest pod first, as a rollout replaces them
+				bt, p := &batches[i%nodes], i/nodes
+				gone := bt.Containers[2*p]
+				s.PodDeleted(gone.Namespace, gone.Pod)
+				replacedSoFar++
+				name := fmt.Sprintf("next-%d", replacedSoFar)
+				for k := range 2 {
+					c := &bt.Containers[2*p+k]
+					c.Pod, c.StartTime, c.CPU = name, clk.now.Add(-time.Second), 0.001
+				}
+				s.PodBound(gone.Namespace, name, bt.Key)
+				newest = podKey{gone.Namespace, name}
+			}
+			cycle()
+			if replacedSoFar%(nodes*podsPerNode) == 0 {
+				b.StopTimer()
+				heaps = append(heaps, heapAlloc())
+				b.StartTimer()
+			}
+		}
+		if _, ok := s.Latest().Pod(newest.namespace, newest.name); !ok {
+			b.Fatalf("the newest pod %s is not served", newest)
+		}
+		b.ReportMetric(float64(heaps[len(heaps)-1]-heaps[0])/float64(nodes*podsPerNode), "growth-B/pod")
+		b.ReportMetric(float64(heaps[0])/float64(nodes*podsPerNode), "held-B/pod")
+	}
+}
