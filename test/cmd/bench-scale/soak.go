@@ -33,6 +33,7 @@ type soakResult struct {
 	sampleErrors       int
 	profileWarm        string // at the end of the warm-up: the slopes' window is between it and profileEnd
 	profileWarmErr     error
+	profileBetween     []string // every -soak-heap-profile-every between profileWarm and profileEnd
 	profileEnd         string
 	profileCPU         string // a CPU profile from the middle of the window
 	profileCPUErr      error
@@ -79,7 +80,9 @@ func (e *benchEnv) runSoak(ctx context.Context, t target, b *framework.Backend, 
 	}
 	wg.Go(func() { r.samples, r.sampleErrors = sampleMemory(ctx, b, direct, start, until) })
 	wg.Go(func() { r.profileCPU, r.profileCPUErr = e.soakCPUProfile(ctx, t, b, direct, start, until) })
-	wg.Go(func() { r.profileWarm, r.profileWarmErr = e.soakWarmProfile(ctx, t, b, direct, start, until) })
+	wg.Go(func() {
+		r.profileWarm, r.profileBetween, r.profileWarmErr = e.soakWarmProfiles(ctx, t, b, direct, start, until)
+	})
 	e.checkEvery(ctx, start, until, r)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
@@ -203,17 +206,49 @@ func (e *benchEnv) soakProfile(ctx context.Context, t target, b *framework.Backe
 	return prefix + ".heap", saveProfile(ctx, hc, b.URL()+"/debug/pprof/heap?gc=1", prefix+".heap")
 }
 
-// soakWarmProfile saves the heap profile of the warm-up's end (soakProfile), where the slopes begin.
-func (e *benchEnv) soakWarmProfile(ctx context.Context, t target, b *framework.Backend, hc *http.Client, start, until time.Time) (string, error) {
+// soakWarmProfiles saves the heap profile of the warm-up's end (soakProfile), where the slopes begin, then one
+// every -soak-heap-profile-every: two profiles cannot tell a site that keeps growing from one that stepped once.
+func (e *benchEnv) soakWarmProfiles(ctx context.Context, t target, b *framework.Backend, hc *http.Client, start, until time.Time) (string, []string, error) {
 	if e.opts.soakProfiles == "" || !t.profiles {
-		return "", nil
+		return "", nil, nil
 	}
-	select {
-	case <-ctx.Done():
-		return "", ctx.Err()
-	case <-time.After(time.Until(start.Add(min(e.opts.soakWarmup, until.Sub(start)/2)))):
+	var warm string
+	var between []string
+	for i, at := range profileTimes(until.Sub(start), e.opts.soakWarmup, e.opts.soakProfileEvery) {
+		select {
+		case <-ctx.Done():
+			return warm, between, ctx.Err()
+		case <-time.After(time.Until(start.Add(at))):
+		}
+		when := "warm"
+		if i > 0 {
+			when = fmt.Sprintf("m%03d", int(at.Minutes()))
+		}
+		file, err := e.soakProfile(ctx, t, b, hc, when)
+		if err != nil {
+			return warm, between, err
+		}
+		if i == 0 {
+			warm = file
+		} else {
+			between = append(between, file)
+		}
 	}
-	return e.soakProfile(ctx, t, b, hc, "warm")
+	return warm, between, nil
+}
+
+// profileTimes are when, from a window's start, soakWarmProfiles saves heap profiles: at the warm-up's end (at
+// most half the window), then every every (none when 0) while at least half of every is left before the end's.
+func profileTimes(window, warmup, every time.Duration) []time.Duration {
+	at := []time.Duration{min(warmup, window/2)}
+	for every > 0 {
+		next := at[len(at)-1] + every
+		if next > window-every/2 {
+			break
+		}
+		at = append(at, next)
+	}
+	return at
 }
 
 // soakCPUProfile saves a CPU profile of our server into -soak-heap-profiles, when asked: 60 s (less in a short

@@ -158,6 +158,7 @@ func TestSoakFlagsValidated(t *testing.T) {
 		{"warm-up longer than the soak", func(o *options) { o.soak, o.soakWarmup = 2*time.Minute, 3*time.Minute }, "no memory samples"},
 		{"compared window longer", func(o *options) { o.soak, o.soakWarmup, o.soakCompared = 10*time.Minute, time.Minute, time.Hour }, "at most -soak"},
 		{"compared window within warm-up", func(o *options) { o.soak, o.soakWarmup, o.soakCompared = time.Hour, 5*time.Minute, 5*time.Minute }, "more than -soak-warmup"},
+		{"heap profiles too often", func(o *options) { o.soak, o.soakWarmup, o.soakProfileEvery = time.Hour, time.Minute, time.Second }, "-soak-heap-profile-every"},
 		{"more HPAs than workloads", func(o *options) { o.soak, o.soakWarmup, o.hpa = time.Hour, time.Minute, 21 }, "has 20 workloads"},
 	} {
 		o := base
@@ -165,6 +166,26 @@ func TestSoakFlagsValidated(t *testing.T) {
 		c.set(&o)
 		if err := o.validate(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: validate() = %v, want an error saying %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestProfileTimes: heap profiles from the warm-up's end, every -soak-heap-profile-every, none within half a
+// period of the end's own.
+func TestProfileTimes(t *testing.T) {
+	m := time.Minute
+	for _, c := range []struct {
+		window, warmup, every time.Duration
+		want                  []time.Duration
+	}{
+		{130 * m, 10 * m, 0, []time.Duration{10 * m}},
+		{130 * m, 10 * m, 30 * m, []time.Duration{10 * m, 40 * m, 70 * m, 100 * m}},
+		{125 * m, 10 * m, 30 * m, []time.Duration{10 * m, 40 * m, 70 * m, 100 * m}},
+		{114 * m, 10 * m, 30 * m, []time.Duration{10 * m, 40 * m, 70 * m}},
+		{10 * m, 30 * m, 2 * m, []time.Duration{5 * m, 7 * m, 9 * m}},
+	} {
+		if got := profileTimes(c.window, c.warmup, c.every); !slices.Equal(got, c.want) {
+			t.Errorf("profileTimes(%s, %s, %s) = %v, want %v", c.window, c.warmup, c.every, got, c.want)
 		}
 	}
 }

@@ -21,6 +21,7 @@ type soakOptions struct {
 	hpa, hpaSyncs            int
 	hpaSyncPeriod            time.Duration
 	soakPlot, soakProfiles   string
+	soakProfileEvery         time.Duration // heap profiles between the warm-up's and the end's
 	soakWarmup, soakTopEvery time.Duration
 	soakCompared             time.Duration // the compared servers' window; 0: -soak
 	soakTrack                int
@@ -39,6 +40,7 @@ func (o *soakOptions) flags() {
 	flag.DurationVar(&o.hpaSyncPeriod, "hpa-sync-period", 15*time.Second, "--horizontal-pod-autoscaler-sync-period of kube-controller-manager")
 	flag.StringVar(&o.soakPlot, "soak-plot", filepath.Join(os.TempDir(), "metrics-ring-soak.svg"), "where the soak's plot of RSS and Go heap over time is written (SVG); its samples go beside it (the same name, .csv)")
 	flag.StringVar(&o.soakProfiles, "soak-heap-profiles", "", "folder for heap profiles of metrics-ring at the end of its warm-up and of its soak (each after a garbage collection, with a goroutine profile) and a CPU profile (60 s) from its middle (none when empty; keep it outside the repository)")
+	flag.DurationVar(&o.soakProfileEvery, "soak-heap-profile-every", 0, "with -soak-heap-profiles, also a heap profile this often after the warm-up's (0: only the warm-up's end and the soak's end)")
 	flag.DurationVar(&o.soakWarmup, "soak-warmup", 10*time.Minute, "memory samples of the soak's first this long are left out of the RSS and heap slopes")
 	flag.DurationVar(&o.soakTopEvery, "soak-top-every", time.Minute, "how often the soak runs `kubectl top pods -A` and checks served values, and the HPAs' status, against the truth")
 	flag.IntVar(&o.soakTrack, "soak-track", 40, "during the soak, at most this many new pods (until served) and as many deleted pods (until no longer served) are probed each second")
@@ -95,8 +97,9 @@ func (o options) validateSoak() error {
 	}
 	if o.soak < time.Minute || o.churnPerSec < 0 || o.churnPerSec > 1000 || o.restartsSec < 0 ||
 		o.restartsSec > 1000 || o.nodeChurnEvery < 0 || o.hpa < 0 || o.hpaSyncs < 0 ||
-		o.hpaSyncPeriod < time.Second || o.soakTopEvery < 10*time.Second || o.soakTrack < 1 || o.soakWarmup < 0 {
-		return fmt.Errorf("need -soak >= 1m, -churn-per-sec and -restarts-per-sec in [0, 1000], -node-churn-every, -hpa, -hpa-syncs and -soak-warmup >= 0, -hpa-sync-period >= 1s, -soak-top-every >= 10s and -soak-track >= 1")
+		o.hpaSyncPeriod < time.Second || o.soakTopEvery < 10*time.Second || o.soakTrack < 1 || o.soakWarmup < 0 ||
+		(o.soakProfileEvery != 0 && o.soakProfileEvery < time.Minute) {
+		return fmt.Errorf("need -soak >= 1m, -churn-per-sec and -restarts-per-sec in [0, 1000], -node-churn-every, -hpa, -hpa-syncs and -soak-warmup >= 0, -hpa-sync-period >= 1s, -soak-top-every >= 10s, -soak-track >= 1 and -soak-heap-profile-every 0 or >= 1m")
 	}
 	if o.soakWarmup >= o.soak {
 		return fmt.Errorf("-soak-warmup %s leaves no memory samples of a %s soak for the slope", o.soakWarmup, o.soak)

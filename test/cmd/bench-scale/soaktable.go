@@ -136,6 +136,9 @@ func (r *result) printSoak(t table) {
 			fmt.Fprintf(t.tw, "  %s: no heap profile at the warm-up's end: %v\n", tr.name, x.profileWarmErr)
 		case x.profileWarm != "":
 			fmt.Fprintf(t.tw, "  %s: heap profiles %s (the warm-up's end) and %s\n", tr.name, x.profileWarm, x.profileEnd)
+			if len(x.profileBetween) > 0 {
+				fmt.Fprintf(t.tw, "  %s: heap profiles between them: %s\n", tr.name, strings.Join(x.profileBetween, " "))
+			}
 		}
 		switch {
 		case x.profileCPUErr != nil:
