@@ -31,8 +31,8 @@ type soakResult struct {
 	probes             probeResult
 	churn              churnTally
 	sampleErrors       int
-	profileWarm        string // at the end of the warm-up: the slopes' window is between it and profileEnd
-	profileWarmErr     error
+	profileWarm        string   // at the end of the warm-up: the slopes' window is between it and profileEnd
+	profilesErr        error    // why profileWarm or the next of profileBetween was not saved
 	profileBetween     []string // every -soak-heap-profile-every between profileWarm and profileEnd
 	profileEnd         string
 	profileCPU         string // a CPU profile from the middle of the window
@@ -81,7 +81,7 @@ func (e *benchEnv) runSoak(ctx context.Context, t target, b *framework.Backend, 
 	wg.Go(func() { r.samples, r.sampleErrors = sampleMemory(ctx, b, direct, start, until) })
 	wg.Go(func() { r.profileCPU, r.profileCPUErr = e.soakCPUProfile(ctx, t, b, direct, start, until) })
 	wg.Go(func() {
-		r.profileWarm, r.profileBetween, r.profileWarmErr = e.soakWarmProfiles(ctx, t, b, direct, start, until)
+		r.profileWarm, r.profileBetween, r.profilesErr = e.soakWarmProfiles(ctx, t, b, direct, start, until)
 	})
 	e.checkEvery(ctx, start, until, r)
 	wg.Wait()

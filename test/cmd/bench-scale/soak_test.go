@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -186,6 +187,29 @@ func TestProfileTimes(t *testing.T) {
 	} {
 		if got := profileTimes(c.window, c.warmup, c.every); !slices.Equal(got, c.want) {
 			t.Errorf("profileTimes(%s, %s, %s) = %v, want %v", c.window, c.warmup, c.every, got, c.want)
+		}
+	}
+}
+
+// TestHeapProfileLines: a profile that failed after the warm-up's is reported as such, beside the ones saved, not
+// as a missing warm-up profile.
+func TestHeapProfileLines(t *testing.T) {
+	boom := errors.New("connection refused")
+	for _, c := range []struct {
+		name string
+		x    soakResult
+		want []string
+	}{
+		{"none asked", soakResult{}, nil},
+		{"warm-up's failed", soakResult{profilesErr: boom}, []string{"  s: no heap profile at the warm-up's end: connection refused"}},
+		{"all saved", soakResult{profileWarm: "w", profileEnd: "e", profileBetween: []string{"a", "b"}},
+			[]string{"  s: heap profiles w (the warm-up's end) and e", "  s: heap profiles between them: a b"}},
+		{"a later one failed", soakResult{profileWarm: "w", profileEnd: "e", profileBetween: []string{"a"}, profilesErr: boom},
+			[]string{"  s: heap profiles w (the warm-up's end) and e", "  s: heap profiles between them: a",
+				"  s: heap profiles between them stopped after 1: connection refused"}},
+	} {
+		if got := heapProfileLines("s", &c.x); !slices.Equal(got, c.want) {
+			t.Errorf("%s: heapProfileLines() = %q, want %q", c.name, got, c.want)
 		}
 	}
 }

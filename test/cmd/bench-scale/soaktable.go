@@ -131,14 +131,8 @@ func (r *result) printSoak(t table) {
 		for _, c := range topCauses(x.failedSyncCauses, 3) {
 			fmt.Fprintf(t.tw, "  %s: failed HPA sync x%d: %s\n", tr.name, x.failedSyncCauses[c], c)
 		}
-		switch {
-		case x.profileWarmErr != nil:
-			fmt.Fprintf(t.tw, "  %s: no heap profile at the warm-up's end: %v\n", tr.name, x.profileWarmErr)
-		case x.profileWarm != "":
-			fmt.Fprintf(t.tw, "  %s: heap profiles %s (the warm-up's end) and %s\n", tr.name, x.profileWarm, x.profileEnd)
-			if len(x.profileBetween) > 0 {
-				fmt.Fprintf(t.tw, "  %s: heap profiles between them: %s\n", tr.name, strings.Join(x.profileBetween, " "))
-			}
+		for _, l := range heapProfileLines(tr.name, x) {
+			fmt.Fprintln(t.tw, l)
 		}
 		switch {
 		case x.profileCPUErr != nil:
@@ -225,4 +219,23 @@ func topCauses(causes map[string]int, n int) []string {
 		return strings.Compare(a, b)
 	})
 	return out[:min(n, len(out))]
+}
+
+// heapProfileLines say where server name's heap profiles are, or why they stopped: at the warm-up's end, or at a
+// profile between it and the end's.
+func heapProfileLines(name string, x *soakResult) []string {
+	if x.profileWarm == "" {
+		if x.profilesErr != nil {
+			return []string{fmt.Sprintf("  %s: no heap profile at the warm-up's end: %v", name, x.profilesErr)}
+		}
+		return nil
+	}
+	out := []string{fmt.Sprintf("  %s: heap profiles %s (the warm-up's end) and %s", name, x.profileWarm, x.profileEnd)}
+	if len(x.profileBetween) > 0 {
+		out = append(out, fmt.Sprintf("  %s: heap profiles between them: %s", name, strings.Join(x.profileBetween, " ")))
+	}
+	if x.profilesErr != nil {
+		out = append(out, fmt.Sprintf("  %s: heap profiles between them stopped after %d: %v", name, len(x.profileBetween), x.profilesErr))
+	}
+	return out
 }
