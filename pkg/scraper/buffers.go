@@ -1,6 +1,8 @@
 package scraper
 
 import (
+	"slices"
+	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -16,16 +18,22 @@ import (
 // time: the most that were out at once in the previous cycle (at least floor). A fixed cap of floor made every scrape
 // beyond the floor at once allocate both anew, a large part of the process' CPU in garbage collection (BENCHMARKS.md,
 // "Figures behind the comments").
+//
+// A scrape is lent the smallest spare that fits the node's previous body, as Prometheus' scrape pool does by the
+// target's last scrape size: lent in turn, every spare came to hold the largest body it had ever read, so a few
+// large nodes grew them all, one class at a time over hours (BENCHMARKS.md, "Two hours at 48fa82f"). Fitted, a
+// spare grows only when no free one is large enough, so the large ones number the large bodies read at once.
 type buffers struct {
 	mu    sync.Mutex
 	floor int
-	max   int // spares kept: max(floor, the previous cycle's peak)
-	free  []scratch
+	max   int       // spares kept: max(floor, the previous cycle's peak)
+	free  []scratch // by capacity, smallest first
 	// out counts what workers borrowed (from the spares or new) and have not given back; peak is its most since
 	// the previous endCycle.
 	out, peak int
-	// retain is the largest buffer kept (retainFor the previous cycle's mean body).
-	retain int
+	// retain is the largest buffer kept (retainFor the previous cycle's mean body), and mean that body: what a
+	// node not read before is expected to send.
+	retain, mean int
 	// Bodies parsed this cycle and their bytes, for the next cycle's retain.
 	bodies, bodyBytes atomic.Int64
 }
@@ -40,9 +48,10 @@ func newBuffers(floor int) *buffers {
 	return &buffers{floor: floor, max: floor, retain: retainFor(0)}
 }
 
-// lend returns a spare buffer and gzip reader, or nothing (the caller allocates on demand); either way the caller
-// has borrowed one, which giveBack takes back.
-func (b *buffers) lend() ([]byte, *gzip.Reader) {
+// lend returns the smallest spare buffer that holds a body of want bytes (the node's previous; 0 for the previous
+// cycle's mean), or the largest spare when none does, with a gzip reader, or nothing (the caller allocates on
+// demand); either way the caller has borrowed one, which giveBack takes back.
+func (b *buffers) lend(want int) ([]byte, *gzip.Reader) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.out++
@@ -51,7 +60,13 @@ func (b *buffers) lend() ([]byte, *gzip.Reader) {
 	if n == 0 {
 		return nil, nil
 	}
-	sc := b.free[n-1]
+	if want <= 0 {
+		want = b.mean
+	}
+	// readCapped reads into all but the last byte and needs a byte more to see the end.
+	i := min(n-1, sort.Search(n, func(i int) bool { return cap(b.free[i].buf) >= want+2 }))
+	sc := b.free[i]
+	copy(b.free[i:], b.free[i+1:])
 	b.free[n-1] = scratch{}
 	b.free = b.free[:n-1]
 	return sc.buf[:0], sc.gz
@@ -68,7 +83,8 @@ func (b *buffers) giveBack(buf []byte, gz *gzip.Reader) (oversized bool) {
 	}
 	b.out--
 	if len(b.free) < b.max && (cap(buf) > 0 || gz != nil) {
-		b.free = append(b.free, scratch{buf: buf, gz: gz})
+		i := sort.Search(len(b.free), func(i int) bool { return cap(b.free[i].buf) >= cap(buf) })
+		b.free = slices.Insert(b.free, i, scratch{buf: buf, gz: gz})
 	}
 	return oversized
 }
@@ -80,16 +96,19 @@ func (b *buffers) parsed(n int) {
 }
 
 // endCycle sets the retain limit by this cycle's mean body, and sizes the spares for the next cycle by this one's
-// peak, dropping any beyond it.
+// peak, dropping the smallest beyond it: a large one dropped would be grown again by the next large body, while the
+// smaller ones left are lent to small bodies as readily.
 func (b *buffers) endCycle() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if n := b.bodies.Swap(0); n > 0 {
-		b.retain = retainFor(b.bodyBytes.Swap(0) / n)
+		mean := b.bodyBytes.Swap(0) / n
+		b.retain, b.mean = retainFor(mean), int(min(mean, 1<<37))
 	}
 	b.max = max(b.floor, b.peak)
 	b.peak = b.out
-	if len(b.free) > b.max {
+	if drop := len(b.free) - b.max; drop > 0 {
+		copy(b.free, b.free[drop:])
 		clear(b.free[b.max:])
 		b.free = b.free[:b.max]
 	}

@@ -3,6 +3,7 @@ package scraper
 import (
 	"bytes"
 	"context"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -104,7 +105,7 @@ func TestSparesFollowThePeak(t *testing.T) {
 	borrow := func(n int) []scratch {
 		lent := make([]scratch, n)
 		for i := range lent {
-			lent[i].buf, lent[i].gz = p.lend()
+			lent[i].buf, lent[i].gz = p.lend(0)
 			if lent[i].buf == nil {
 				lent[i].buf = make([]byte, 0, 64)
 			}
@@ -132,5 +133,58 @@ func TestSparesFollowThePeak(t *testing.T) {
 		if p.out != 0 {
 			t.Fatalf("%d still counted as borrowed", p.out)
 		}
+	}
+}
+
+// TestSparesFitTheBodies: a few nodes answering a little over a size class must not, over many cycles, move every
+// spare up to it. Lent in turn, each spare met one of them sooner or later and kept its size, so 4 such nodes of 40
+// grew all 10 spares to 128 KiB over the two hours of BENCHMARKS.md's "Two hours at 48fa82f"; lent by the node's
+// previous body, the large spares number the large bodies read at once.
+func TestSparesFitTheBodies(t *testing.T) {
+	const small, large, atOnce, cycles = 40_000, 70_000, 10, 200
+	sizes := make([]int, 40)
+	for i := range sizes {
+		sizes[i] = small
+		if i%10 == 0 {
+			sizes[i] = large
+		}
+	}
+	bodies := map[int][]byte{small: bytes.Repeat([]byte("s"), small), large: bytes.Repeat([]byte("l"), large)}
+	p := newBuffers(atOnce)
+	previous := make([]int, len(sizes)) // each node's previous body, as nodeState.body
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for range cycles {
+		order := rnd.Perm(len(sizes))
+		for len(order) > 0 {
+			wave := order[:min(atOnce, len(order))]
+			order = order[len(wave):]
+			lent := make([][]byte, len(wave))
+			for i, n := range wave {
+				buf, _ := p.lend(previous[n])
+				var err error
+				if lent[i], err = readCapped(bytes.NewReader(bodies[sizes[n]]), buf, 1<<20); err != nil {
+					t.Fatal(err)
+				}
+				previous[n] = len(lent[i])
+				p.parsed(len(lent[i]))
+			}
+			rnd.Shuffle(len(lent), func(i, j int) { lent[i], lent[j] = lent[j], lent[i] })
+			for _, buf := range lent {
+				p.giveBack(buf, nil)
+			}
+		}
+		p.endCycle()
+	}
+	fitLarge, total := 0, 0
+	for _, sc := range p.free {
+		total += cap(sc.buf)
+		if cap(sc.buf) >= large {
+			fitLarge++
+		}
+	}
+	// 4 large nodes: at most 4 large bodies read at once, however the cycles ran.
+	if len(p.free) != atOnce || fitLarge > 4 {
+		t.Fatalf("after %d cycles %d of %d spares hold a %d-byte body (%d bytes kept), want at most the 4 large nodes'",
+			cycles, fitLarge, len(p.free), large, total)
 	}
 }

@@ -35,7 +35,7 @@ type kubeletClient struct {
 // lender lends the buffer and gzip reader a response's body is read into: the Scraper's buffers (buffers.go), which
 // decide what is kept between scrapes.
 type lender interface {
-	lend() ([]byte, *gzip.Reader)
+	lend(want int) ([]byte, *gzip.Reader)
 }
 
 // readers are one worker's reusable request and decoding state.
@@ -98,10 +98,10 @@ func newKubeletClient(o *Options) (*kubeletClient, error) {
 
 // fetch GETs url and reads the body into buf (reused; grown when needed) and returns it. A worker that holds no
 // buffer borrows one, and a gzip reader, from spares once the response has come: not while it waits for the
-// kubelet, so that what is kept follows the scrapes reading at once, not the workers (buffers.go). Errors name the
-// node and the URL as t shows it.
+// kubelet, so that what is kept follows the scrapes reading at once, not the workers (buffers.go), and one fit for
+// a body of want bytes, the node's previous. Errors name the node and the URL as t shows it.
 func (c *kubeletClient) fetch(ctx context.Context, node string, t target, buf []byte, rd *readers,
-	spares lender) ([]byte, error) {
+	spares lender, want int) ([]byte, error) {
 	url := t.shown
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.url, nil)
 	if err != nil {
@@ -129,7 +129,7 @@ func (c *kubeletClient) fetch(ctx context.Context, node string, t target, buf []
 		return buf, fmt.Errorf("node %q: GET %s: %w: Content-Length %d", node, url, c.tooLarge(), resp.ContentLength)
 	}
 	if !rd.borrowed {
-		buf, rd.gz = spares.lend()
+		buf, rd.gz = spares.lend(want)
 		rd.borrowed = true
 	}
 	body, err := rd.decode(resp)

@@ -396,7 +396,7 @@ func TestFetchPastItsDeadlineIsATimeout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
 	defer cancel()
 	_, err = c.fetch(ctx, "slow", target{url: "https://127.0.0.1:1/metrics/resource", shown: "https://127.0.0.1:1/metrics/resource"},
-		nil, &readers{}, newBuffers(1))
+		nil, &readers{}, newBuffers(1), 0)
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `"slow"`) {
 		t.Fatalf("fetch past its deadline: %v, want a deadline error naming the node", err)
 	}

@@ -46,6 +46,7 @@ type nodeState struct {
 	parser   *parser
 	cycle    uint64 // the newest cycle that listed the node
 	failures int    // consecutive failed scrapes: the error is logged at the first only
+	body     int    // bytes of the newest body read, which the next is lent a buffer for (buffers.lend)
 	// Streaks of the node's responses: storage rejected samples, they reported pods bound to other nodes or
 	// samples of pods' predecessors under their names, they lost lines or samples, the scrape panicked.
 	rejecting, foreign, predecessor, lossy, panicking logonly.Streak[bool]
@@ -155,12 +156,13 @@ func (s *Scraper) scrape(ctx context.Context, w *worker, node *corev1.Node, st *
 	defer cancel()
 	at, err := nodeURL(node, &s.opts)
 	if err == nil {
-		w.buf, err = s.client.fetch(ctx, node.Name, at, w.buf, &w.readers, s.buffers)
+		w.buf, err = s.client.fetch(ctx, node.Name, at, w.buf, &w.readers, s.buffers, st.body)
 	}
 	if err == nil {
 		stats := st.parser.parse(w.buf, time.Now(), node.Name, &w.batch)
 		size := len(w.buf)
 		s.buffers.parsed(size)
+		st.body = size
 		s.release(w)
 		err = s.deliver(node.Name, at.shown, size, w, st, &stats, add)
 	}
