@@ -17,14 +17,21 @@ const (
 	firstError     = "first error is: "
 )
 
-// failedSyncs counts the failed HPA syncs logged in file (kube-controller-manager's klog) from from to to, by cause.
-func failedSyncs(file string, from, to time.Time) (int, map[string]int, error) {
+// syncFailures are the failed HPA syncs of a window: how many, by cause, and by the HPA's scale target
+// ("Deployment/namespace/name"), which tells one HPA failing at every sync from many failing once.
+type syncFailures struct {
+	n               int
+	causes, targets map[string]int
+}
+
+// failedSyncs counts the failed HPA syncs logged in file (kube-controller-manager's klog) from from to to.
+func failedSyncs(file string, from, to time.Time) (syncFailures, error) {
+	r := syncFailures{causes: map[string]int{}, targets: map[string]int{}}
 	f, err := os.Open(file)
 	if err != nil {
-		return 0, nil, err
+		return r, err
 	}
 	defer f.Close()
-	n, causes := 0, map[string]int{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -36,10 +43,25 @@ func failedSyncs(file string, from, to time.Time) (int, map[string]int, error) {
 		if !ok || at.Before(from) || at.After(to) {
 			continue
 		}
-		n++
-		causes[syncCause(line)]++
+		r.n++
+		r.causes[syncCause(line)]++
+		r.targets[syncTarget(line)]++
 	}
-	return n, causes, sc.Err()
+	return r, sc.Err()
+}
+
+// syncTarget is a failed sync's scale target, as the controller names it ("for Deployment/ns/name:").
+func syncTarget(line string) string {
+	const before = "based on listed metrics for "
+	i := strings.Index(line, before)
+	if i < 0 {
+		return "(no target logged)"
+	}
+	target := line[i+len(before):]
+	if j := strings.IndexByte(target, ':'); j >= 0 {
+		target = target[:j]
+	}
+	return target
 }
 
 // klogTime is the time of a klog line ("E1127 17:46:08.327203 ..."), in near's year and location.

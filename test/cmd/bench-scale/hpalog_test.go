@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -20,11 +21,15 @@ E1127 17:52:00.000000   19308 horizontal.go:354] "Unhandled Error" err="failed t
 		t.Fatal(err)
 	}
 	from := time.Date(2026, 11, 27, 17, 46, 30, 0, time.UTC)
-	n, causes, err := failedSyncs(file, from, from.Add(5*time.Minute))
+	r, err := failedSyncs(file, from, from.Add(5*time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 2 || causes["unable to fetch metrics: 503"] != 2 || len(causes) != 1 {
-		t.Errorf("%d failed syncs %v, want 2 of unable to fetch metrics: 503", n, causes)
+	if r.n != 2 || r.causes["unable to fetch metrics: 503"] != 2 || len(r.causes) != 1 {
+		t.Errorf("%d failed syncs %v, want 2 of unable to fetch metrics: 503", r.n, r.causes)
+	}
+	// One HPA failing at every sync reads apart from many failing once.
+	if want := map[string]int{"Deployment/sim-ns-1/w-2": 1, "Deployment/sim-ns-2/w-3": 1}; !maps.Equal(r.targets, want) {
+		t.Errorf("failed syncs by target %v, want %v", r.targets, want)
 	}
 }

@@ -24,8 +24,7 @@ type soakResult struct {
 	hpaListsPerSec     float64
 	failedMetric       int            // FailedGetResourceMetric events in the window
 	failedMetricCauses map[string]int // their messages, names left out
-	failedSyncs        int            // the HPA controller's failed syncs logged in the window (hpalog.go)
-	failedSyncCauses   map[string]int
+	failedSyncs        syncFailures   // the HPA controller's failed syncs logged in the window (hpalog.go)
 	hpa                hpaCheck
 	top                topTally
 	probes             probeResult
@@ -114,7 +113,7 @@ func (e *benchEnv) runSoak(ctx context.Context, t target, b *framework.Backend, 
 		}
 		r.failedMetric, r.failedMetricCauses = eventsBetween(ev0, ev1)
 		log := filepath.Join(e.cp.Dir, "kube-controller-manager.log")
-		if r.failedSyncs, r.failedSyncCauses, err = failedSyncs(log, start, start.Add(r.duration)); err != nil {
+		if r.failedSyncs, err = failedSyncs(log, start, start.Add(r.duration)); err != nil {
 			return nil, err
 		}
 	}

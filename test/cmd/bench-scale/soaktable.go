@@ -82,7 +82,7 @@ func (r *result) printSoak(t table) {
 	t.row("HPA list latency p50 (server's histogram)", true, seconds, s(func(x *soakResult) float64 { return x.hpa50 }))
 	t.row("HPA list latency p99 (server's histogram)", true, seconds, s(func(x *soakResult) float64 { return x.hpa99 }))
 	t.row("FailedGetResourceMetric events", false, num, s(func(x *soakResult) float64 { return float64(x.failedMetric) }))
-	t.row("HPA syncs failed in the window (controller's log)", false, num, s(func(x *soakResult) float64 { return float64(x.failedSyncs) }))
+	t.row("HPA syncs failed in the window (controller's log)", false, num, s(func(x *soakResult) float64 { return float64(x.failedSyncs.n) }))
 	t.row("HPA status vs truth: checks", false, num, s(func(x *soakResult) float64 { return float64(x.hpa.checks) }))
 	t.row("  agree / differ / no current metric", false, num, s(func(x *soakResult) float64 { return float64(x.hpa.agree) }))
 	t.row("  differ", false, num, s(func(x *soakResult) float64 { return float64(x.hpa.off) }))
@@ -128,8 +128,13 @@ func (r *result) printSoak(t table) {
 		for _, c := range topCauses(x.failedMetricCauses, 3) {
 			fmt.Fprintf(t.tw, "  %s: FailedGetResourceMetric x%d: %s\n", tr.name, x.failedMetricCauses[c], c)
 		}
-		for _, c := range topCauses(x.failedSyncCauses, 3) {
-			fmt.Fprintf(t.tw, "  %s: failed HPA sync x%d: %s\n", tr.name, x.failedSyncCauses[c], c)
+		for _, c := range topCauses(x.failedSyncs.causes, 3) {
+			fmt.Fprintf(t.tw, "  %s: failed HPA sync x%d: %s\n", tr.name, x.failedSyncs.causes[c], c)
+		}
+		if n := len(x.failedSyncs.targets); n > 0 {
+			worst := topCauses(x.failedSyncs.targets, 3)
+			fmt.Fprintf(t.tw, "  %s: failed HPA syncs came from %d HPAs; the most: %s\n", tr.name, n,
+				strings.Join(countedNames(x.failedSyncs.targets, worst), ", "))
 		}
 		for _, l := range heapProfileLines(tr.name, x) {
 			fmt.Fprintln(t.tw, l)
@@ -219,6 +224,15 @@ func topCauses(causes map[string]int, n int) []string {
 		return strings.Compare(a, b)
 	})
 	return out[:min(n, len(out))]
+}
+
+// countedNames is each of names with its count in counts ("name x3").
+func countedNames(counts map[string]int, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = fmt.Sprintf("%s x%d", n, counts[n])
+	}
+	return out
 }
 
 // heapProfileLines say where server name's heap profiles are, or why they stopped: at the warm-up's end, or at a
