@@ -18,15 +18,17 @@ const (
 )
 
 // syncFailures are the failed HPA syncs of a window: how many, by cause, and by the HPA's scale target
-// ("Deployment/namespace/name"), which tells one HPA failing at every sync from many failing once.
+// ("Deployment/namespace/name") and by minute of the window, which tell one HPA failing at every sync from many
+// failing at once.
 type syncFailures struct {
 	n               int
 	causes, targets map[string]int
+	byMinute        map[int]int // minutes since the window's start
 }
 
 // failedSyncs counts the failed HPA syncs logged in file (kube-controller-manager's klog) from from to to.
 func failedSyncs(file string, from, to time.Time) (syncFailures, error) {
-	r := syncFailures{causes: map[string]int{}, targets: map[string]int{}}
+	r := syncFailures{causes: map[string]int{}, targets: map[string]int{}, byMinute: map[int]int{}}
 	f, err := os.Open(file)
 	if err != nil {
 		return r, err
@@ -46,6 +48,7 @@ func failedSyncs(file string, from, to time.Time) (syncFailures, error) {
 		r.n++
 		r.causes[syncCause(line)]++
 		r.targets[syncTarget(line)]++
+		r.byMinute[int(at.Sub(from)/time.Minute)]++
 	}
 	return r, sc.Err()
 }

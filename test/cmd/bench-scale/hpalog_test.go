@@ -32,4 +32,7 @@ E1127 17:52:00.000000   19308 horizontal.go:354] "Unhandled Error" err="failed t
 	if want := map[string]int{"Deployment/sim-ns-1/w-2": 1, "Deployment/sim-ns-2/w-3": 1}; !maps.Equal(r.targets, want) {
 		t.Errorf("failed syncs by target %v, want %v", r.targets, want)
 	}
+	if want := map[int]int{0: 1, 1: 1}; !maps.Equal(r.byMinute, want) {
+		t.Errorf("failed syncs by minute %v, want %v", r.byMinute, want)
+	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -135,6 +136,7 @@ func (r *result) printSoak(t table) {
 			worst := topCauses(x.failedSyncs.targets, 3)
 			fmt.Fprintf(t.tw, "  %s: failed HPA syncs came from %d HPAs; the most: %s\n", tr.name, n,
 				strings.Join(countedNames(x.failedSyncs.targets, worst), ", "))
+			fmt.Fprintf(t.tw, "  %s: failed HPA syncs by minute of the window: %s\n", tr.name, minutesOf(x.failedSyncs.byMinute))
 		}
 		for _, l := range heapProfileLines(tr.name, x) {
 			fmt.Fprintln(t.tw, l)
@@ -233,6 +235,16 @@ func countedNames(counts map[string]int, names []string) []string {
 		out[i] = fmt.Sprintf("%s x%d", n, counts[n])
 	}
 	return out
+}
+
+// minutesOf is counts by minute, in order ("12: 3, 40: 480").
+func minutesOf(byMinute map[int]int) string {
+	ms := slices.Sorted(maps.Keys(byMinute))
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = fmt.Sprintf("%d: %d", m, byMinute[m])
+	}
+	return strings.Join(out, ", ")
 }
 
 // heapProfileLines say where server name's heap profiles are, or why they stopped: at the warm-up's end, or at a
