@@ -126,14 +126,14 @@ func (r *result) printSoak(t table) {
 		if x.top.example != "" {
 			fmt.Fprintf(t.tw, "  %s: first disagreement of kubectl top with the truth: %s\n", tr.name, x.top.example)
 		}
-		for _, c := range topCauses(x.failedMetricCauses, 3) {
+		for _, c := range mostCounted(x.failedMetricCauses, 3) {
 			fmt.Fprintf(t.tw, "  %s: FailedGetResourceMetric x%d: %s\n", tr.name, x.failedMetricCauses[c], c)
 		}
-		for _, c := range topCauses(x.failedSyncs.causes, 3) {
+		for _, c := range mostCounted(x.failedSyncs.causes, 3) {
 			fmt.Fprintf(t.tw, "  %s: failed HPA sync x%d: %s\n", tr.name, x.failedSyncs.causes[c], c)
 		}
 		if n := len(x.failedSyncs.targets); n > 0 {
-			worst := topCauses(x.failedSyncs.targets, 3)
+			worst := mostCounted(x.failedSyncs.targets, 3)
 			fmt.Fprintf(t.tw, "  %s: failed HPA syncs came from %d HPAs; the most: %s\n", tr.name, n,
 				strings.Join(countedNames(x.failedSyncs.targets, worst), ", "))
 			fmt.Fprintf(t.tw, "  %s: failed HPA syncs by minute of the window: %s\n", tr.name, minutesOf(x.failedSyncs.byMinute))
@@ -213,15 +213,15 @@ func (r *result) writeSoakPlot() error {
 	return f.Close()
 }
 
-// topCauses are the n messages said most often, most first.
-func topCauses(causes map[string]int, n int) []string {
-	out := make([]string, 0, len(causes))
-	for c := range causes {
+// mostCounted are the n keys of counts counted most (a cause, an HPA), most first.
+func mostCounted(counts map[string]int, n int) []string {
+	out := make([]string, 0, len(counts))
+	for c := range counts {
 		out = append(out, c)
 	}
 	slices.SortFunc(out, func(a, b string) int {
-		if causes[a] != causes[b] {
-			return causes[b] - causes[a]
+		if counts[a] != counts[b] {
+			return counts[b] - counts[a]
 		}
 		return strings.Compare(a, b)
 	})
