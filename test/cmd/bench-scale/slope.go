@@ -90,6 +90,70 @@ func slopePerHour(samples []memSample, from time.Duration, v func(memSample) flo
 	return (n*sxy - sx*sy) / d
 }
 
+// slopeBlock is the width of the blocks slopeInterval fits: the RSS swings with what the collector last marked,
+// for minutes at a time (builds in flight, the build caches' fill), so 10 s samples are far from independent and
+// their own fit's error would claim a precision the run does not have; means of 5 minutes are nearer to it.
+const slopeBlock = 5 * time.Minute
+
+// slopeInterval fits v's means over each whole block of samples at or after from (v's unit per hour) and returns
+// the slope and the half-width of its 95 % interval (Student's t over the blocks' residuals): how far a run of
+// this length can tell a slope from its swings. Both are NaN with fewer than three blocks.
+func slopeInterval(samples []memSample, from, block time.Duration, v func(memSample) float64) (slope, half float64) {
+	type mean struct{ x, y, n float64 }
+	var blocks []mean
+	for _, s := range samples {
+		y := v(s)
+		if s.at < from || math.IsNaN(y) {
+			continue
+		}
+		i := int((s.at - from) / block)
+		for len(blocks) <= i {
+			blocks = append(blocks, mean{})
+		}
+		b := &blocks[i]
+		b.x, b.y, b.n = b.x+s.at.Hours(), b.y+y, b.n+1
+	}
+	var xs, ys []float64
+	for _, b := range blocks {
+		if b.n > 0 {
+			xs, ys = append(xs, b.x/b.n), append(ys, b.y/b.n)
+		}
+	}
+	n := float64(len(xs))
+	if n < 3 {
+		return math.NaN(), math.NaN()
+	}
+	var mx, my float64
+	for i := range xs {
+		mx, my = mx+xs[i]/n, my+ys[i]/n
+	}
+	var sxx, sxy float64
+	for i := range xs {
+		sxx, sxy = sxx+(xs[i]-mx)*(xs[i]-mx), sxy+(xs[i]-mx)*(ys[i]-my)
+	}
+	if sxx == 0 {
+		return math.NaN(), math.NaN()
+	}
+	slope = sxy / sxx
+	var sse float64
+	for i := range xs {
+		r := ys[i] - my - slope*(xs[i]-mx)
+		sse += r * r
+	}
+	return slope, studentT975(len(xs)-2) * math.Sqrt(sse/(n-2)/sxx)
+}
+
+// studentT975 is the 97.5th percentile of Student's t with df degrees of freedom (df >= 1): a table to 30, then
+// 1.96 + 2.5/df, within 0.002 of it.
+func studentT975(df int) float64 {
+	table := [...]float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+		2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
+	if df <= len(table) {
+		return table[max(df, 1)-1]
+	}
+	return 1.96 + 2.5/float64(df)
+}
+
 // minuteMinima keeps, of each whole minute's samples, the one with the lowest RSS: the floor the garbage
 // collector returns to, whose rise is a leak where single samples swing with its rhythm.
 func minuteMinima(samples []memSample) []memSample {

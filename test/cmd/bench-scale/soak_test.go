@@ -296,3 +296,60 @@ func TestSpreadDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestSlopeInterval: a steady rise under a fast sawtooth is told precisely, and minutes-long swings over a flat
+// floor give an interval that reaches both sides of zero, however steep their own fit reads.
+func TestSlopeInterval(t *testing.T) {
+	hour := func(rss func(at time.Duration) float64) []memSample {
+		var out []memSample
+		for i := range 360 {
+			at := time.Duration(i) * 10 * time.Second
+			out = append(out, memSample{at: at, rss: rss(at) * (1 << 20)})
+		}
+		return out
+	}
+	mb := func(m memSample) float64 { return m.rss / (1 << 20) }
+	for _, c := range []struct {
+		name               string
+		samples            []memSample
+		from               time.Duration
+		lo, hi             float64 // the interval must lie within [lo, hi] MiB/h...
+		minHalf, maxHalf   float64 // ...and be this wide
+		wantNaN, wantsZero bool
+	}{
+		{name: "a rise of 6 MiB/h under a 10 MiB sawtooth a minute",
+			samples: hour(func(at time.Duration) float64 { return 100 + 6*at.Hours() + float64(int(at.Seconds()/10)%6)*2 }),
+			from:    10 * time.Minute, lo: 5, hi: 7, minHalf: 0, maxHalf: 1},
+		{name: "a flat floor swinging 5 MiB either way every 30 minutes",
+			samples: hour(func(at time.Duration) float64 { return 200 + 5*math.Sin(2*math.Pi*at.Minutes()/30) }),
+			from:    10 * time.Minute, lo: -40, hi: 40, minHalf: 2, maxHalf: 40, wantsZero: true},
+		{name: "two blocks", samples: hour(func(at time.Duration) float64 { return 100 }), from: 50 * time.Minute, wantNaN: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			slope, half := slopeInterval(c.samples, c.from, slopeBlock, mb)
+			if c.wantNaN {
+				if !math.IsNaN(slope) || !math.IsNaN(half) {
+					t.Fatalf("slope %v ± %v, want NaN", slope, half)
+				}
+				return
+			}
+			if slope-half < c.lo || slope+half > c.hi || half < c.minHalf || half > c.maxHalf {
+				t.Errorf("slope %.2f ± %.2f MiB/h, want within [%v, %v] and ± between %v and %v", slope, half, c.lo, c.hi, c.minHalf, c.maxHalf)
+			}
+			if c.wantsZero && (slope-half > 0 || slope+half < 0) {
+				t.Errorf("slope %.2f ± %.2f MiB/h excludes zero: swings read as a slope", slope, half)
+			}
+			if all := slopePerHour(c.samples, c.from, mb); c.wantsZero && math.Abs(all) < 1 {
+				t.Errorf("the 10 s fit reads %.2f MiB/h: the case does not swing enough to test the interval", all)
+			}
+		})
+	}
+}
+
+func TestStudentT975(t *testing.T) {
+	for df, want := range map[int]float64{1: 12.706, 8: 2.306, 30: 2.042, 40: 2.021, 120: 1.980} {
+		if got := studentT975(df); math.Abs(got-want) > 0.003 {
+			t.Errorf("t(0.975, %d) = %.3f, want %.3f", df, got, want)
+		}
+	}
+}
