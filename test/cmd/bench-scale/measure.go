@@ -277,6 +277,15 @@ func saveProfile(ctx context.Context, hc *http.Client, url, file string) error {
 	return f.Close()
 }
 
+// loadAvg1 is the machine's one-minute load average (NaN if unread).
+func loadAvg1() float64 {
+	var v float64
+	if _, err := fmt.Sscan(loadAvg(), &v); err != nil {
+		return math.NaN()
+	}
+	return v
+}
+
 func loadAvg() string {
 	raw, err := os.ReadFile("/proc/loadavg")
 	if err != nil {

@@ -19,6 +19,9 @@ type memSample struct {
 	// parts is the Go runtime's own account of its memory, to tell a leak (the live heap grows) from the
 	// runtime's keeping (fragmentation, free pages not yet returned, the heap grown between collections).
 	parts heapParts
+	// carried is what the server was holding for its readers at the sample, and the machine's load: the live heap
+	// marked at a collection holds the answers in flight then, more of them when a busier machine slows them.
+	carried carried
 }
 
 // heapParts is what the Go runtime says its memory is made of (runtime/metrics, served by component-base's Go

@@ -169,9 +169,15 @@ func sampleMemory(ctx context.Context, b *framework.Backend, hc *http.Client, st
 			continue
 		}
 		s := memSample{at: time.Since(start), rss: float64(st.RSS), anon: float64(st.RSSAnon),
-			file: float64(st.RSSFile), heap: math.NaN(), goroutines: math.NaN(), pods: math.NaN(), parts: noHeapParts}
+			file: float64(st.RSSFile), heap: math.NaN(), goroutines: math.NaN(), pods: math.NaN(), parts: noHeapParts,
+			carried: carried{load1: loadAvg1(), reads: math.NaN(), answers: math.NaN(), keptBuild: math.NaN()}}
 		if m, err := scrapeMetrics(ctx, hc, b.URL()); err == nil {
 			s.parts = readHeapParts(m)
+			for name, v := range carriedMetrics(&s.carried) {
+				if got, ok := m[name]; ok {
+					*v = got
+				}
+			}
 			for name, v := range map[string]*float64{"go_memstats_heap_inuse_bytes": &s.heap,
 				"go_goroutines": &s.goroutines, `metrics_ring_storage_objects{kind="pod"}`: &s.pods} {
 				if got, ok := m[name]; ok {

@@ -8,9 +8,11 @@ import (
 	"io"
 	"maps"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"text/tabwriter"
 	"time"
 
 	"github.com/metrics-ring/metrics-ring/test/kubeletsim"
@@ -240,8 +242,10 @@ func TestHeapParts(t *testing.T) {
 func TestSoakCSV(t *testing.T) {
 	r := &result{targets: []*targetResult{
 		{name: "metrics-ring", soak: &soakResult{samples: []memSample{
-			{at: 10 * time.Second, rss: 100, anon: 60, file: 40, heap: 50, goroutines: 7, pods: 3, parts: heapParts{live: 30, goal: 37.5, objects: 35, unused: 5, free: 2, stacks: 1, other: 4}},
-			{at: 20 * time.Second, rss: 101, anon: 61, file: 40, heap: math.NaN(), goroutines: math.NaN(), pods: math.NaN(), parts: noHeapParts},
+			{at: 10 * time.Second, rss: 100, anon: 60, file: 40, heap: 50, goroutines: 7, pods: 3, parts: heapParts{live: 30, goal: 37.5, objects: 35, unused: 5, free: 2, stacks: 1, other: 4},
+				carried: carried{load1: 4.5, reads: 6, answers: 1024, keptBuild: 2048}},
+			{at: 20 * time.Second, rss: 101, anon: 61, file: 40, heap: math.NaN(), goroutines: math.NaN(), pods: math.NaN(), parts: noHeapParts,
+				carried: carried{load1: 4.25, reads: math.NaN(), answers: math.NaN(), keptBuild: math.NaN()}},
 		}}},
 		{name: "no soak"},
 	}}
@@ -250,8 +254,8 @@ func TestSoakCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := strings.Join(soakCSVHeader, ",") + "\n" +
-		"metrics-ring,10,100,60,40,50,7,3,30,37.5,35,5,2,1,4\n" +
-		"metrics-ring,20,101,61,40,,,,,,,,,,\n"
+		"metrics-ring,10,100,60,40,50,7,3,30,37.5,35,5,2,1,4,4.5,6,1024,2048\n" +
+		"metrics-ring,20,101,61,40,,,,,,,,,,,4.25,,,\n"
 	if got := b.String(); got != want {
 		t.Errorf("samples file:\n%s\nwant:\n%s", got, want)
 	}
@@ -350,6 +354,31 @@ func TestStudentT975(t *testing.T) {
 	for df, want := range map[int]float64{1: 12.706, 8: 2.306, 30: 2.042, 40: 2.021, 120: 1.980} {
 		if got := studentT975(df); math.Abs(got-want) > 0.003 {
 			t.Errorf("t(0.975, %d) = %.3f, want %.3f", df, got, want)
+		}
+	}
+}
+
+// TestSoakTableCarried: the soak's table says what load the samples were taken under, and the RSS slope's interval.
+func TestSoakTableCarried(t *testing.T) {
+	var samples []memSample
+	for i := range 360 {
+		at := time.Duration(i) * 10 * time.Second
+		samples = append(samples, memSample{at: at, rss: 200 << 20, heap: math.NaN(), goroutines: math.NaN(), pods: math.NaN(),
+			parts: noHeapParts, carried: carried{load1: 4 + 2*at.Hours(), reads: 6, answers: 3 << 20, keptBuild: math.NaN()}})
+	}
+	r := &result{targets: []*targetResult{{name: "metrics-ring", soak: &soakResult{samples: samples, warmup: 10 * time.Minute, duration: time.Hour}}}}
+	var b bytes.Buffer
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	r.printSoak(table{tw: tw, targets: r.targets})
+	tw.Flush()
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`machine load average \(1 min\): mean after warm-up +5\.1[67]\n +its slope after warm-up +\+2\.00 /h\n`),
+		regexp.MustCompile(`answers in flight, MiB: mean after warm-up +3\.00\n`),
+		regexp.MustCompile(`readers' builds kept, MiB: mean after warm-up +NaN\n`),
+		regexp.MustCompile(`fitted to 5-minute means +\+0\.0 MiB/h\n +± its 95 % interval +±0\.0 MiB/h\n`),
+	} {
+		if !want.MatchString(b.String()) {
+			t.Errorf("the soak table has no line matching %s:\n%s", want, b.String())
 		}
 	}
 }

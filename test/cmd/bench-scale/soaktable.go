@@ -45,19 +45,7 @@ func (r *result) printSoak(t table) {
 	minSlope := func(x *soakResult) float64 { return slopePerHour(minuteMinima(x.samples), x.warmup, rssMiB) }
 	t.row("RSS slope after warm-up (10 s samples)", false, mibH, s(slope))
 	t.row("  of the mean RSS, per hour", false, pct, s(func(x *soakResult) float64 { return slope(x) * (1 << 20) / meanRSS(x.samples, x.warmup) * 100 }))
-	// The fit's own error: whether the run is long enough to tell its slope from the swings of what the collector
-	// marks (a slope inside its interval's reach of the goal is not a measured miss, nor a met goal).
-	interval := func(x *soakResult) (float64, float64) { return slopeInterval(x.samples, x.warmup, slopeBlock, rssMiB) }
-	t.row("  fitted to 5-minute means", false, mibH, s(func(x *soakResult) float64 { v, _ := interval(x); return v }))
-	t.row("    ± its 95 % interval", false, func(v float64) string { return fmt.Sprintf("±%.1f MiB/h", v) }, s(func(x *soakResult) float64 { _, h := interval(x); return h }))
-	t.row("    its lower end, of the mean RSS per hour", false, pct, s(func(x *soakResult) float64 {
-		v, h := interval(x)
-		return (v - h) * (1 << 20) / meanRSS(x.samples, x.warmup) * 100
-	}))
-	t.row("    its upper end, of the mean RSS per hour", false, pct, s(func(x *soakResult) float64 {
-		v, h := interval(x)
-		return (v + h) * (1 << 20) / meanRSS(x.samples, x.warmup) * 100
-	}))
+	printSlopeInterval(t, rssMiB)
 	// A leak keeps its slope through the window; a floor settling, or a swing of the load, does not.
 	t.row("  over the window's second half only", false, mibH, s(func(x *soakResult) float64 {
 		return slopePerHour(x.samples, x.warmup+(x.duration-x.warmup)/2, rssMiB)
@@ -78,6 +66,7 @@ func (r *result) printSoak(t table) {
 		t.row("  "+part.label+": mean after warm-up", true, mibf, s(func(x *soakResult) float64 { return meanOf(x.samples, x.warmup, value) }))
 		t.row("    its slope after warm-up", false, mibH, s(slopeOf(func(m memSample) float64 { return value(m) / (1 << 20) })))
 	}
+	printCarried(t)
 	perHour := func(v float64) string {
 		if math.IsNaN(v) {
 			return "not served"
@@ -277,4 +266,33 @@ func heapProfileLines(name string, x *soakResult) []string {
 		out = append(out, fmt.Sprintf("  %s: heap profiles between them stopped after %d: %v", name, len(x.profileBetween), x.profilesErr))
 	}
 	return out
+}
+
+// soakValue reads f of a target's soak (NaN for a target that had none).
+func soakValue(f func(*soakResult) float64) func(*targetResult) float64 {
+	return func(tr *targetResult) float64 {
+		if tr.soak == nil {
+			return math.NaN()
+		}
+		return f(tr.soak)
+	}
+}
+
+// printSlopeInterval prints v's slope fitted to 5-minute means and its 95 % interval, absolute and of the mean RSS.
+func printSlopeInterval(t table, v func(memSample) float64) {
+	mibH := func(v float64) string { return fmt.Sprintf("%+.1f MiB/h", v) }
+	pct := func(v float64) string { return fmt.Sprintf("%+.2f %%", v) }
+	// The fit's own error: whether the run is long enough to tell its slope from the swings of what the collector
+	// marks (a slope inside its interval's reach of the goal is not a measured miss, nor a met goal).
+	interval := func(x *soakResult) (float64, float64) { return slopeInterval(x.samples, x.warmup, slopeBlock, v) }
+	t.row("  fitted to 5-minute means", false, mibH, soakValue(func(x *soakResult) float64 { v, _ := interval(x); return v }))
+	t.row("    ± its 95 % interval", false, func(v float64) string { return fmt.Sprintf("±%.1f MiB/h", v) }, soakValue(func(x *soakResult) float64 { _, h := interval(x); return h }))
+	t.row("    its lower end, of the mean RSS per hour", false, pct, soakValue(func(x *soakResult) float64 {
+		v, h := interval(x)
+		return (v - h) * (1 << 20) / meanRSS(x.samples, x.warmup) * 100
+	}))
+	t.row("    its upper end, of the mean RSS per hour", false, pct, soakValue(func(x *soakResult) float64 {
+		v, h := interval(x)
+		return (v + h) * (1 << 20) / meanRSS(x.samples, x.warmup) * 100
+	}))
 }
