@@ -22,10 +22,7 @@ import (
 // A scrape is lent the smallest spare that fits the node's previous body, as Prometheus' scrape pool does by the
 // target's last scrape size: lent in turn, every spare came to hold the largest body it had ever read, so a few
 // large nodes grew them all, one class at a time over hours (BENCHMARKS.md, "Two hours at 48fa82f"). Fitted, a
-// spare grows only when no free one is large enough, so the large ones number the large bodies read at once. Kept
-// while the spares' count allowed, they came to number the most ever read at once, a rise through every hour
-// measured (BENCHMARKS.md, "Figures behind the comments"): a spare lent only to bodies under half its size for
-// spareIdleCycles cycles running goes, and a buffer sized for the body that needs it takes its place.
+// spare grows only when no free one is large enough, so the large ones number the large bodies read at once.
 type buffers struct {
 	mu    sync.Mutex
 	floor int
@@ -39,44 +36,29 @@ type buffers struct {
 	retain, mean int
 	// Bodies parsed this cycle and their bytes, for the next cycle's retain.
 	bodies, bodyBytes atomic.Int64
-	cycle             uint64 // endCycles so far: the stamps' clock
 }
 
-// scratch is one spare: a body buffer and a gzip reader, lent together, and when the buffer was last needed.
 type scratch struct {
 	buf []byte
 	gz  *gzip.Reader
-	stamps
 }
-
-// stamps say when a spare was last needed at its size; the borrower carries them back to giveBack.
-type stamps struct {
-	// fitAt is the last cycle the buffer held a body over half its capacity, or was not lent (idle is not
-	// oversized: the spares' count follows the peak); lentAt the last cycle it was lent.
-	fitAt, lentAt uint64
-}
-
-// spareIdleCycles is how many cycles running a spare may be lent only to bodies under half its size before it
-// goes: 5 minutes at the default 15 s resolution, long enough that a burst's large spares serve the bursts that
-// recur, short enough that one burst does not keep them for good.
-const spareIdleCycles = 20
 
 // newBuffers keeps at least floor spares (--kubelet-concurrency).
 func newBuffers(floor int) *buffers {
 	return &buffers{floor: floor, max: floor, retain: retainFor(0)}
 }
 
-// lend returns the smallest spare that holds a body of want bytes (the node's previous; 0 for the previous cycle's
-// mean), or the largest spare when none does, or an empty scratch (the caller allocates on demand); either way the
-// caller has borrowed one, which giveBack takes back.
-func (b *buffers) lend(want int) scratch {
+// lend returns the smallest spare buffer that holds a body of want bytes (the node's previous; 0 for the previous
+// cycle's mean), or the largest spare when none does, with a gzip reader, or nothing (the caller allocates on
+// demand); either way the caller has borrowed one, which giveBack takes back.
+func (b *buffers) lend(want int) ([]byte, *gzip.Reader) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.out++
 	b.peak = max(b.peak, b.out)
 	n := len(b.free)
 	if n == 0 {
-		return scratch{stamps: stamps{fitAt: b.cycle, lentAt: b.cycle}}
+		return nil, nil
 	}
 	if want <= 0 {
 		want = b.mean
@@ -87,32 +69,22 @@ func (b *buffers) lend(want int) scratch {
 	copy(b.free[i:], b.free[i+1:])
 	b.free[n-1] = scratch{}
 	b.free = b.free[:n-1]
-	sc.buf, sc.lentAt = sc.buf[:0], b.cycle
-	return sc
+	return sc.buf[:0], sc.gz
 }
 
-// giveBack takes back what lend lent, its buffer holding the body read (it may have grown, or be nil), keeping at
-// most max spares. A buffer grown beyond the retain limit is dropped, and giveBack says so: the worker's batch,
-// whose slices grew with that response, goes too once stored.
-func (b *buffers) giveBack(sc scratch) (oversized bool) {
+// giveBack takes back what lend lent (buf may have grown, or be nil), keeping at most max spares. A buffer grown
+// beyond the retain limit is dropped, and giveBack says so: the worker's batch, whose slices grew with that
+// response, goes too once stored.
+func (b *buffers) giveBack(buf []byte, gz *gzip.Reader) (oversized bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if cap(sc.buf) > b.retain {
-		sc.buf, oversized = nil, true
-	}
-	fit := len(sc.buf)+2 > cap(sc.buf)/2
-	if fit {
-		sc.fitAt = b.cycle
+	if cap(buf) > b.retain {
+		buf, oversized = nil, true
 	}
 	b.out--
-	if len(b.free) < b.max && (cap(sc.buf) > 0 || sc.gz != nil) {
-		// Of spares of one size, one that fit its body goes first, one that did not last: lent first, the fit
-		// ones serve the bodies of their size, and the others, lent only when no smaller spare is free, age out.
-		i := sort.Search(len(b.free), func(i int) bool {
-			c := cap(b.free[i].buf)
-			return c > cap(sc.buf) || (fit && c == cap(sc.buf))
-		})
-		b.free = slices.Insert(b.free, i, sc)
+	if len(b.free) < b.max && (cap(buf) > 0 || gz != nil) {
+		i := sort.Search(len(b.free), func(i int) bool { return cap(b.free[i].buf) >= cap(buf) })
+		b.free = slices.Insert(b.free, i, scratch{buf: buf, gz: gz})
 	}
 	return oversized
 }
@@ -125,8 +97,7 @@ func (b *buffers) parsed(n int) {
 
 // endCycle sets the retain limit by this cycle's mean body, and sizes the spares for the next cycle by this one's
 // peak, dropping the smallest beyond it: a large one dropped would be grown again by the next large body, while the
-// smaller ones left are lent to small bodies as readily. It drops too the spares lent this cycle that have held only
-// bodies under half their size for spareIdleCycles cycles.
+// smaller ones left are lent to small bodies as readily.
 func (b *buffers) endCycle() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -141,15 +112,6 @@ func (b *buffers) endCycle() {
 		clear(b.free[b.max:])
 		b.free = b.free[:b.max]
 	}
-	b.free = slices.DeleteFunc(b.free, func(sc scratch) bool {
-		return sc.lentAt == b.cycle && b.cycle-sc.fitAt >= spareIdleCycles
-	})
-	for i := range b.free {
-		if b.free[i].lentAt != b.cycle {
-			b.free[i].fitAt = b.cycle
-		}
-	}
-	b.cycle++
 }
 
 // retainMin is the largest response buffer kept whatever the recent sizes: large enough for the response of a node

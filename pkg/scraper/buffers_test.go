@@ -105,7 +105,7 @@ func TestSparesFollowThePeak(t *testing.T) {
 	borrow := func(n int) []scratch {
 		lent := make([]scratch, n)
 		for i := range lent {
-			lent[i] = p.lend(0)
+			lent[i].buf, lent[i].gz = p.lend(0)
 			if lent[i].buf == nil {
 				lent[i].buf = make([]byte, 0, 64)
 			}
@@ -114,7 +114,7 @@ func TestSparesFollowThePeak(t *testing.T) {
 	}
 	giveBack := func(lent []scratch) {
 		for _, sc := range lent {
-			p.giveBack(sc)
+			p.giveBack(sc.buf, sc.gz)
 		}
 	}
 	for _, tc := range []struct {
@@ -153,29 +153,24 @@ func TestSparesFitTheBodies(t *testing.T) {
 	p := newBuffers(atOnce)
 	previous := make([]int, len(sizes)) // each node's previous body, as nodeState.body
 	rnd := rand.New(rand.NewPCG(1, 2))
-	grown := 0 // buffers allocated or grown in the second half, once the spares have met every mix of bodies
-	for c := range cycles {
+	for range cycles {
 		order := rnd.Perm(len(sizes))
 		for len(order) > 0 {
 			wave := order[:min(atOnce, len(order))]
 			order = order[len(wave):]
-			lent := make([]scratch, len(wave))
+			lent := make([][]byte, len(wave))
 			for i, n := range wave {
-				lent[i] = p.lend(previous[n])
-				before := cap(lent[i].buf)
+				buf, _ := p.lend(previous[n])
 				var err error
-				if lent[i].buf, err = readCapped(bytes.NewReader(bodies[sizes[n]]), lent[i].buf, 1<<20); err != nil {
+				if lent[i], err = readCapped(bytes.NewReader(bodies[sizes[n]]), buf, 1<<20); err != nil {
 					t.Fatal(err)
 				}
-				if cap(lent[i].buf) != before && c >= cycles/2 {
-					grown++
-				}
-				previous[n] = len(lent[i].buf)
-				p.parsed(len(lent[i].buf))
+				previous[n] = len(lent[i])
+				p.parsed(len(lent[i]))
 			}
 			rnd.Shuffle(len(lent), func(i, j int) { lent[i], lent[j] = lent[j], lent[i] })
-			for _, sc := range lent {
-				p.giveBack(sc)
+			for _, buf := range lent {
+				p.giveBack(buf, nil)
 			}
 		}
 		p.endCycle()
@@ -187,65 +182,9 @@ func TestSparesFitTheBodies(t *testing.T) {
 			fitLarge++
 		}
 	}
-	// Spares that age out (spareIdleCycles) must not be grown again and again: the mix of bodies read at once
-	// recurs, and its spares stay.
-	if grown > 0 {
-		t.Errorf("%d buffers allocated or grown in the last %d cycles, want none once the spares have settled", grown, cycles/2)
-	}
 	// 4 large nodes: at most 4 large bodies read at once, however the cycles ran.
 	if len(p.free) != atOnce || fitLarge > 4 {
 		t.Fatalf("after %d cycles %d of %d spares hold a %d-byte body (%d bytes kept), want at most the 4 large nodes'",
 			cycles, fitLarge, len(p.free), large, total)
-	}
-}
-
-// TestLargeSparesFollowRecentBursts: a burst of large bodies read at once must not keep a large spare each for
-// good once such bursts stop. Trimmed smallest first, every large spare stayed while the spares' count allowed, so
-// their number rose to the most large bodies ever read at once: 1 to 10 128 KiB spares over the hour of 7a518ab
-// (BENCHMARKS.md), a slow rise of what the heap keeps.
-func TestLargeSparesFollowRecentBursts(t *testing.T) {
-	const small, large, atOnce = 40_000, 70_000, 10
-	bodies := map[int][]byte{small: bytes.Repeat([]byte("s"), small), large: bytes.Repeat([]byte("l"), large)}
-	p := newBuffers(atOnce)
-	wave := func(sizes []int) {
-		lent := make([]scratch, len(sizes))
-		for i, n := range sizes {
-			lent[i] = p.lend(n)
-			var err error
-			if lent[i].buf, err = readCapped(bytes.NewReader(bodies[n]), lent[i].buf, 1<<20); err != nil {
-				t.Fatal(err)
-			}
-			p.parsed(len(lent[i].buf))
-		}
-		for _, sc := range lent {
-			p.giveBack(sc)
-		}
-	}
-	largeSpares := func() (n int) {
-		for _, sc := range p.free {
-			if cap(sc.buf) >= large {
-				n++
-			}
-		}
-		return n
-	}
-	burst := []int{large, large, large, large, large, large, large, large, small, small}
-	quiet := []int{large, small, small, small, small, small, small, small, small, small}
-	for range 3 {
-		wave(burst)
-		p.endCycle()
-	}
-	if got := largeSpares(); got < 8 {
-		t.Fatalf("after the bursts %d spares fit a large body, want 8 (the test no longer bursts)", got)
-	}
-	for range 40 {
-		wave(quiet)
-		p.endCycle()
-	}
-	if got := largeSpares(); got > 1 {
-		t.Errorf("%d cycles after the last burst %d spares fit a large body, want 1: one large body is read at a time", 40, got)
-	}
-	if len(p.free) != atOnce {
-		t.Errorf("%d spares kept, want %d: each quiet cycle still reads %d bodies at once", len(p.free), atOnce, atOnce)
 	}
 }

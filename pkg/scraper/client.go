@@ -35,17 +35,15 @@ type kubeletClient struct {
 // lender lends the buffer and gzip reader a response's body is read into: the Scraper's buffers (buffers.go), which
 // decide what is kept between scrapes.
 type lender interface {
-	lend(want int) scratch
+	lend(want int) ([]byte, *gzip.Reader)
 }
 
 // readers are one worker's reusable request and decoding state.
 type readers struct {
 	header http.Header  // the client's headers, reused by every request of the worker (RoundTrip must not change them)
 	gz     *gzip.Reader // lent with the body buffer; nil until a gzip response
-	// borrowed says the worker's body buffer and gz are lent (lender), until the worker gives them back with
-	// the stamps they were lent with.
+	// borrowed says the worker's body buffer and gz are lent (lender), until the worker gives them back.
 	borrowed bool
-	stamps   stamps
 }
 
 // Buffer sizes of a kept-alive kubelet connection. net/http's defaults are held for the connection's life, which adds
@@ -131,8 +129,8 @@ func (c *kubeletClient) fetch(ctx context.Context, node string, t target, buf []
 		return buf, fmt.Errorf("node %q: GET %s: %w: Content-Length %d", node, url, c.tooLarge(), resp.ContentLength)
 	}
 	if !rd.borrowed {
-		sc := spares.lend(want)
-		buf, rd.gz, rd.stamps, rd.borrowed = sc.buf, sc.gz, sc.stamps, true
+		buf, rd.gz = spares.lend(want)
+		rd.borrowed = true
 	}
 	body, err := rd.decode(resp)
 	if err != nil {
