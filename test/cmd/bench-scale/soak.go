@@ -173,13 +173,10 @@ func sampleMemory(ctx context.Context, b *framework.Backend, hc *http.Client, st
 			carried: carried{load1: loadAvg1(), reads: math.NaN(), answers: math.NaN(), keptBuild: math.NaN()}}
 		if m, err := scrapeMetrics(ctx, hc, b.URL()); err == nil {
 			s.parts = readHeapParts(m)
-			for name, v := range carriedMetrics(&s.carried) {
-				if got, ok := m[name]; ok {
-					*v = got
-				}
-			}
-			for name, v := range map[string]*float64{"go_memstats_heap_inuse_bytes": &s.heap,
-				"go_goroutines": &s.goroutines, `metrics_ring_storage_objects{kind="pod"}`: &s.pods} {
+			read := carriedMetrics(&s.carried)
+			read["go_memstats_heap_inuse_bytes"], read["go_goroutines"] = &s.heap, &s.goroutines
+			read[`metrics_ring_storage_objects{kind="pod"}`] = &s.pods
+			for name, v := range read {
 				if got, ok := m[name]; ok {
 					*v = got
 				}

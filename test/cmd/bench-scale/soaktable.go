@@ -17,14 +17,7 @@ func (r *result) printSoak(t table) {
 	fmt.Fprintf(t.tw, "soak: %s; churn %.1f pods replaced and %.1f containers restarted a second, a node leaving every %s; %d HPAs (%d pods each, %s sync, %d concurrent syncs); `kubectl top pods -A` every %s; slopes after the first %s\n",
 		o.soakWindows(), o.churnPerSec, o.restartsSec, o.nodeChurnEvery, o.hpa, o.hpaPods, o.hpaSyncPeriod, o.hpaSyncsOrAuto(), o.soakTopEvery, o.soakWarmup)
 	t.header("soak measure")
-	s := func(f func(s *soakResult) float64) func(*targetResult) float64 {
-		return func(tr *targetResult) float64 {
-			if tr.soak == nil {
-				return math.NaN()
-			}
-			return f(tr.soak)
-		}
-	}
+	s := soakValue
 	mibH := func(v float64) string { return fmt.Sprintf("%+.1f MiB/h", v) }
 	pct := func(v float64) string { return fmt.Sprintf("%+.2f %%", v) }
 	num := func(v float64) string { return fmt.Sprintf("%.0f", v) }
