@@ -22,7 +22,11 @@ import (
 // A scrape is lent the smallest spare that fits the node's previous body, as Prometheus' scrape pool does by the
 // target's last scrape size: lent in turn, every spare came to hold the largest body it had ever read, so a few
 // large nodes grew them all, one class at a time over hours (BENCHMARKS.md, "Two hours at 48fa82f"). Fitted, a
-// spare grows only when no free one is large enough, so the large ones number the large bodies read at once.
+// spare grows only when no free one is large enough, so the large ones number the large bodies read at once. Kept
+// while the spares' count allowed, though, they came to number the most large bodies ever read at once, a rise
+// through every hour measured (BENCHMARKS.md, "Figures behind the comments"): so a spare that has held no body of
+// its size (over half its capacity) for spareUnneededCycles cycles running, lent or not, gives up its buffer and
+// keeps its gzip reader; the next body it is lent sizes it anew.
 type buffers struct {
 	mu    sync.Mutex
 	floor int
@@ -38,27 +42,41 @@ type buffers struct {
 	bodies, bodyBytes atomic.Int64
 }
 
+// scratch is one spare: a body buffer and a gzip reader, lent together, and how long the buffer went unneeded.
 type scratch struct {
 	buf []byte
 	gz  *gzip.Reader
+	use
 }
+
+// use says whether a spare's buffer is still needed at its size; the borrower carries it back to giveBack.
+type use struct {
+	fit      bool   // it held a body over half its capacity this cycle
+	unneeded uint32 // the cycles running, before this one, in which it held none
+}
+
+// spareUnneededCycles is how many cycles running a spare's buffer may hold no body of its size before it goes: 5
+// minutes at the default 15 s resolution, long enough that the spares of bursts that recur stay, short enough that
+// one burst does not size them for good.
+const spareUnneededCycles = 20
 
 // newBuffers keeps at least floor spares (--kubelet-concurrency).
 func newBuffers(floor int) *buffers {
 	return &buffers{floor: floor, max: floor, retain: retainFor(0)}
 }
 
-// lend returns the smallest spare buffer that holds a body of want bytes (the node's previous; 0 for the previous
-// cycle's mean), or the largest spare when none does, with a gzip reader, or nothing (the caller allocates on
-// demand); either way the caller has borrowed one, which giveBack takes back.
-func (b *buffers) lend(want int) ([]byte, *gzip.Reader) {
+// lend returns the smallest spare that holds a body of want bytes (the node's previous; 0 for the previous cycle's
+// mean), or the largest spare when none does, or an empty scratch (the caller allocates on demand); either way the
+// caller has borrowed one, which giveBack takes back. Of spares of one size, the one needed most recently is lent
+// first, so that the others go unneeded and their buffers go.
+func (b *buffers) lend(want int) scratch {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.out++
 	b.peak = max(b.peak, b.out)
 	n := len(b.free)
 	if n == 0 {
-		return nil, nil
+		return scratch{}
 	}
 	if want <= 0 {
 		want = b.mean
@@ -69,24 +87,35 @@ func (b *buffers) lend(want int) ([]byte, *gzip.Reader) {
 	copy(b.free[i:], b.free[i+1:])
 	b.free[n-1] = scratch{}
 	b.free = b.free[:n-1]
-	return sc.buf[:0], sc.gz
+	sc.buf = sc.buf[:0]
+	return sc
 }
 
-// giveBack takes back what lend lent (buf may have grown, or be nil), keeping at most max spares. A buffer grown
-// beyond the retain limit is dropped, and giveBack says so: the worker's batch, whose slices grew with that
-// response, goes too once stored.
-func (b *buffers) giveBack(buf []byte, gz *gzip.Reader) (oversized bool) {
+// giveBack takes back what lend lent, its buffer holding the body read (it may have grown, or be nil), keeping at
+// most max spares. A buffer grown beyond the retain limit is dropped, and giveBack says so: the worker's batch,
+// whose slices grew with that response, goes too once stored.
+func (b *buffers) giveBack(sc scratch) (oversized bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if cap(buf) > b.retain {
-		buf, oversized = nil, true
+	if cap(sc.buf) > b.retain {
+		sc.buf, oversized = nil, true
+	}
+	if len(sc.buf)+2 > cap(sc.buf)/2 && cap(sc.buf) > 0 {
+		sc.fit = true
 	}
 	b.out--
-	if len(b.free) < b.max && (cap(buf) > 0 || gz != nil) {
-		i := sort.Search(len(b.free), func(i int) bool { return cap(b.free[i].buf) >= cap(buf) })
-		b.free = slices.Insert(b.free, i, scratch{buf: buf, gz: gz})
+	if len(b.free) < b.max && (cap(sc.buf) > 0 || sc.gz != nil) {
+		b.free = slices.Insert(b.free, sort.Search(len(b.free), func(i int) bool { return lentBefore(sc, b.free[i]) }), sc)
 	}
 	return oversized
+}
+
+// lentBefore orders the spares as lend looks through them: by capacity, then the most recently needed first.
+func lentBefore(a, b scratch) bool {
+	if cap(a.buf) != cap(b.buf) {
+		return cap(a.buf) < cap(b.buf)
+	}
+	return a.unneeded < b.unneeded || (a.unneeded == b.unneeded && a.fit && !b.fit)
 }
 
 // parsed counts a body of n bytes read and parsed this cycle, for the next cycle's retain limit.
@@ -97,7 +126,8 @@ func (b *buffers) parsed(n int) {
 
 // endCycle sets the retain limit by this cycle's mean body, and sizes the spares for the next cycle by this one's
 // peak, dropping the smallest beyond it: a large one dropped would be grown again by the next large body, while the
-// smaller ones left are lent to small bodies as readily.
+// smaller ones left are lent to small bodies as readily. A spare whose buffer has gone unneeded for
+// spareUnneededCycles cycles gives it up.
 func (b *buffers) endCycle() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -112,6 +142,28 @@ func (b *buffers) endCycle() {
 		clear(b.free[b.max:])
 		b.free = b.free[:b.max]
 	}
+	for i := range b.free {
+		sc := &b.free[i]
+		if sc.fit {
+			sc.unneeded = 0
+		} else {
+			sc.unneeded++
+		}
+		sc.fit = false
+		if sc.unneeded >= spareUnneededCycles {
+			sc.buf, sc.unneeded = nil, 0
+		}
+	}
+	b.free = slices.DeleteFunc(b.free, func(sc scratch) bool { return sc.buf == nil && sc.gz == nil })
+	slices.SortStableFunc(b.free, func(x, y scratch) int {
+		if lentBefore(x, y) {
+			return -1
+		}
+		if lentBefore(y, x) {
+			return 1
+		}
+		return 0
+	})
 }
 
 // retainMin is the largest response buffer kept whatever the recent sizes: large enough for the response of a node

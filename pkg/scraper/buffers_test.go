@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -105,7 +106,7 @@ func TestSparesFollowThePeak(t *testing.T) {
 	borrow := func(n int) []scratch {
 		lent := make([]scratch, n)
 		for i := range lent {
-			lent[i].buf, lent[i].gz = p.lend(0)
+			lent[i] = p.lend(0)
 			if lent[i].buf == nil {
 				lent[i].buf = make([]byte, 0, 64)
 			}
@@ -114,7 +115,7 @@ func TestSparesFollowThePeak(t *testing.T) {
 	}
 	giveBack := func(lent []scratch) {
 		for _, sc := range lent {
-			p.giveBack(sc.buf, sc.gz)
+			p.giveBack(sc)
 		}
 	}
 	for _, tc := range []struct {
@@ -139,9 +140,10 @@ func TestSparesFollowThePeak(t *testing.T) {
 // TestSparesFitTheBodies: a few nodes answering a little over a size class must not, over many cycles, move every
 // spare up to it. Lent in turn, each spare met one of them sooner or later and kept its size, so 4 such nodes of 40
 // grew all 10 spares to 128 KiB over the two hours of BENCHMARKS.md's "Two hours at 48fa82f"; lent by the node's
-// previous body, the large spares number the large bodies read at once.
+// previous body, the large spares number the large bodies read at once. Once the spares have settled, a scrape
+// seldom grows a buffer: the spares of the large bodies that recur every cycle are not given up.
 func TestSparesFitTheBodies(t *testing.T) {
-	const small, large, atOnce, cycles = 40_000, 70_000, 10, 200
+	const small, large, atOnce = 40_000, 70_000, 10
 	sizes := make([]int, 40)
 	for i := range sizes {
 		sizes[i] = small
@@ -149,42 +151,122 @@ func TestSparesFitTheBodies(t *testing.T) {
 			sizes[i] = large
 		}
 	}
-	bodies := map[int][]byte{small: bytes.Repeat([]byte("s"), small), large: bytes.Repeat([]byte("l"), large)}
-	p := newBuffers(atOnce)
-	previous := make([]int, len(sizes)) // each node's previous body, as nodeState.body
-	rnd := rand.New(rand.NewPCG(1, 2))
-	for range cycles {
-		order := rnd.Perm(len(sizes))
+	r := newBodyReader(t, atOnce, len(sizes))
+	r.cycles(100, atOnce, sizes)
+	settled := r.grown
+	r.cycles(100, atOnce, sizes)
+	fitLarge, total := r.spares(large)
+	// 4 large nodes: at most 4 large bodies read at once, however the cycles ran.
+	if len(r.p.free) != atOnce || fitLarge > 4 {
+		t.Fatalf("after 200 cycles %d of %d spares hold a %d-byte body (%d bytes kept), want at most the 4 large nodes'",
+			fitLarge, len(r.p.free), large, total)
+	}
+	// A buffer given up after a quiet spell may be grown again: a few in 100 cycles of 40 scrapes, not one a cycle.
+	if grown := r.grown - settled; grown > 10 {
+		t.Fatalf("%d buffers grown in the 100 cycles after the spares settled, want at most 10", grown)
+	}
+}
+
+// TestLargeSparesFollowRecentBursts: a burst of large bodies read at once must not size the spares for good. With
+// fewer bodies read at once than the floor (--kubelet-concurrency), as usual, the spares beyond them are seldom lent,
+// and the largest are lent last: trimmed smallest first and never aged, the 8 spares a burst of 8 large bodies grew
+// were all still held 40 cycles later.
+func TestLargeSparesFollowRecentBursts(t *testing.T) {
+	const small, large, floor, atOnce = 40_000, 200_000, 10, 9
+	r := newBodyReader(t, floor, 40)
+	burst := make([]int, 40)
+	for i := range burst {
+		burst[i] = small
+		if i < 8 {
+			burst[i] = large
+		}
+	}
+	r.wave(burst[:8]) // the 8 large nodes at once
+	r.p.endCycle()
+	if fitLarge, _ := r.spares(large); fitLarge != 8 {
+		t.Fatalf("after the burst %d spares hold a large body, want 8", fitLarge)
+	}
+	quiet := slices.Repeat([]int{small}, 40) // the large nodes' pods moved away
+	r.cycles(40, atOnce, quiet)
+	if fitLarge, total := r.spares(large); fitLarge > 0 {
+		t.Fatalf("%d cycles after the burst %d of %d spares still hold a %d-byte body (%d bytes kept), want none",
+			40, fitLarge, len(r.p.free), large, total)
+	}
+	if len(r.p.free) < atOnce {
+		t.Fatalf("%d spares kept, want at least the %d bodies read at once", len(r.p.free), atOnce)
+	}
+}
+
+// bodyReader reads bodies through buffers as the Scraper's workers do: lent by each node's previous body, given
+// back in any order, endCycle after each cycle.
+type bodyReader struct {
+	t        *testing.T
+	p        *buffers
+	previous []int // each node's previous body, as nodeState.body
+	rnd      *rand.Rand
+	bodies   map[int][]byte
+	grown    int // reads whose lent buffer could not hold the body
+}
+
+func newBodyReader(t *testing.T, floor, nodes int) *bodyReader {
+	return &bodyReader{t: t, p: newBuffers(floor), previous: make([]int, nodes), rnd: rand.New(rand.NewPCG(1, 2)),
+		bodies: map[int][]byte{}}
+}
+
+// cycles reads every node's body (sizes[n] bytes) n times, atOnce at a time, in a random order each cycle.
+func (r *bodyReader) cycles(n, atOnce int, sizes []int) {
+	for range n {
+		order := r.rnd.Perm(len(sizes))
 		for len(order) > 0 {
 			wave := order[:min(atOnce, len(order))]
 			order = order[len(wave):]
-			lent := make([][]byte, len(wave))
-			for i, n := range wave {
-				buf, _ := p.lend(previous[n])
-				var err error
-				if lent[i], err = readCapped(bytes.NewReader(bodies[sizes[n]]), buf, 1<<20); err != nil {
-					t.Fatal(err)
-				}
-				previous[n] = len(lent[i])
-				p.parsed(len(lent[i]))
-			}
-			rnd.Shuffle(len(lent), func(i, j int) { lent[i], lent[j] = lent[j], lent[i] })
-			for _, buf := range lent {
-				p.giveBack(buf, nil)
-			}
+			r.read(wave, sizes)
 		}
-		p.endCycle()
+		r.p.endCycle()
 	}
-	fitLarge, total := 0, 0
-	for _, sc := range p.free {
+}
+
+// wave reads the nodes 0..len(sizes)-1 at once.
+func (r *bodyReader) wave(sizes []int) {
+	nodes := make([]int, len(sizes))
+	for i := range nodes {
+		nodes[i] = i
+	}
+	r.read(nodes, sizes)
+}
+
+// read lends a buffer for each node, reads its body, then gives them all back in a random order.
+func (r *bodyReader) read(nodes, sizes []int) {
+	lent := make([]scratch, len(nodes))
+	for i, n := range nodes {
+		size := sizes[n]
+		if r.bodies[size] == nil {
+			r.bodies[size] = bytes.Repeat([]byte("b"), size)
+		}
+		lent[i] = r.p.lend(r.previous[n])
+		if cap(lent[i].buf) < size+2 {
+			r.grown++
+		}
+		var err error
+		if lent[i].buf, err = readCapped(bytes.NewReader(r.bodies[size]), lent[i].buf, 1<<20); err != nil {
+			r.t.Fatal(err)
+		}
+		r.previous[n] = len(lent[i].buf)
+		r.p.parsed(len(lent[i].buf))
+	}
+	r.rnd.Shuffle(len(lent), func(i, j int) { lent[i], lent[j] = lent[j], lent[i] })
+	for _, sc := range lent {
+		r.p.giveBack(sc)
+	}
+}
+
+// spares counts the spares that hold a body of size bytes, and the bytes the spares keep.
+func (r *bodyReader) spares(size int) (fit, total int) {
+	for _, sc := range r.p.free {
 		total += cap(sc.buf)
-		if cap(sc.buf) >= large {
-			fitLarge++
+		if cap(sc.buf) >= size+2 {
+			fit++
 		}
 	}
-	// 4 large nodes: at most 4 large bodies read at once, however the cycles ran.
-	if len(p.free) != atOnce || fitLarge > 4 {
-		t.Fatalf("after %d cycles %d of %d spares hold a %d-byte body (%d bytes kept), want at most the 4 large nodes'",
-			cycles, fitLarge, len(p.free), large, total)
-	}
+	return fit, total
 }

@@ -35,15 +35,17 @@ type kubeletClient struct {
 // lender lends the buffer and gzip reader a response's body is read into: the Scraper's buffers (buffers.go), which
 // decide what is kept between scrapes.
 type lender interface {
-	lend(want int) ([]byte, *gzip.Reader)
+	lend(want int) scratch
 }
 
 // readers are one worker's reusable request and decoding state.
 type readers struct {
 	header http.Header  // the client's headers, reused by every request of the worker (RoundTrip must not change them)
 	gz     *gzip.Reader // lent with the body buffer; nil until a gzip response
-	// borrowed says the worker's body buffer and gz are lent (lender), until the worker gives them back.
+	// borrowed says the worker's body buffer and gz are lent (lender), until the worker gives them back with
+	// their use.
 	borrowed bool
+	use      use
 }
 
 // Buffer sizes of a kept-alive kubelet connection. net/http's defaults are held for the connection's life, which adds
@@ -129,8 +131,8 @@ func (c *kubeletClient) fetch(ctx context.Context, node string, t target, buf []
 		return buf, fmt.Errorf("node %q: GET %s: %w: Content-Length %d", node, url, c.tooLarge(), resp.ContentLength)
 	}
 	if !rd.borrowed {
-		buf, rd.gz = spares.lend(want)
-		rd.borrowed = true
+		sc := spares.lend(want)
+		buf, rd.gz, rd.use, rd.borrowed = sc.buf, sc.gz, sc.use, true
 	}
 	body, err := rd.decode(resp)
 	if err != nil {
