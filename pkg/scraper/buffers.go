@@ -31,7 +31,7 @@ type buffers struct {
 	mu    sync.Mutex
 	floor int
 	max   int       // spares kept: max(floor, the previous cycle's peak)
-	free  []scratch // by capacity, smallest first
+	free  []scratch // in the order lend looks through them (lentBefore): by capacity, smallest first
 	// out counts what workers borrowed (from the spares or new) and have not given back; peak is its most since
 	// the previous endCycle.
 	out, peak int
@@ -46,12 +46,12 @@ type buffers struct {
 type scratch struct {
 	buf []byte
 	gz  *gzip.Reader
-	use
+	spareUse
 }
 
-// use says whether a spare's buffer is still needed at its size; the borrower carries it back to giveBack.
-type use struct {
-	fit      bool   // it held a body over half its capacity this cycle
+// spareUse says whether a spare's buffer is still needed at its size; the borrower carries it back to giveBack.
+type spareUse struct {
+	needed   bool   // it held a body over half its capacity this cycle
 	unneeded uint32 // the cycles running, before this one, in which it held none
 }
 
@@ -100,8 +100,9 @@ func (b *buffers) giveBack(sc scratch) (oversized bool) {
 	if cap(sc.buf) > b.retain {
 		sc.buf, oversized = nil, true
 	}
+	// The 2 bytes readCapped needs beyond the body: a buffer it has just doubled for the body counts as needed.
 	if len(sc.buf)+2 > cap(sc.buf)/2 && cap(sc.buf) > 0 {
-		sc.fit = true
+		sc.needed = true
 	}
 	b.out--
 	if len(b.free) < b.max && (cap(sc.buf) > 0 || sc.gz != nil) {
@@ -115,7 +116,7 @@ func lentBefore(a, b scratch) bool {
 	if cap(a.buf) != cap(b.buf) {
 		return cap(a.buf) < cap(b.buf)
 	}
-	return a.unneeded < b.unneeded || (a.unneeded == b.unneeded && a.fit && !b.fit)
+	return a.unneeded < b.unneeded || (a.unneeded == b.unneeded && a.needed && !b.needed)
 }
 
 // parsed counts a body of n bytes read and parsed this cycle, for the next cycle's retain limit.
@@ -144,12 +145,12 @@ func (b *buffers) endCycle() {
 	}
 	for i := range b.free {
 		sc := &b.free[i]
-		if sc.fit {
+		if sc.needed {
 			sc.unneeded = 0
 		} else {
 			sc.unneeded++
 		}
-		sc.fit = false
+		sc.needed = false
 		if sc.unneeded >= spareUnneededCycles {
 			sc.buf, sc.unneeded = nil, 0
 		}

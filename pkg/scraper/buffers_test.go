@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/klauspost/compress/gzip"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -192,8 +193,28 @@ func TestLargeSparesFollowRecentBursts(t *testing.T) {
 		t.Fatalf("%d cycles after the burst %d of %d spares still hold a %d-byte body (%d bytes kept), want none",
 			40, fitLarge, len(r.p.free), large, total)
 	}
+	// The spares stay, and so do their gzip readers: only the buffers of a size no longer read go.
 	if len(r.p.free) < atOnce {
 		t.Fatalf("%d spares kept, want at least the %d bodies read at once", len(r.p.free), atOnce)
+	}
+	if r.gzipMade > floor {
+		t.Fatalf("%d gzip readers made, want at most the %d spares': a spare's reader stays when its buffer goes", r.gzipMade, floor)
+	}
+}
+
+// TestSparesOfOneSizeLentByUse: of spares of one size, the one needed most recently is lent first, so that the
+// spares beyond the bodies read at once go unneeded and give up their buffers. Lent in turn, each was needed now
+// and then and all 10 buffers of a cycle of 10 at once stayed through 40 cycles of 3.
+func TestSparesOfOneSizeLentByUse(t *testing.T) {
+	const size, floor = 40_000, 10
+	sizes := slices.Repeat([]int{size}, floor)
+	r := newBodyReader(t, floor, floor)
+	r.wave(sizes)
+	r.p.endCycle()
+	r.cycles(40, 3, sizes)
+	if held, total := r.spares(size); held > 3 {
+		t.Fatalf("40 cycles of 3 bodies at once: %d of %d spares still hold a buffer (%d bytes kept), want at most 3",
+			held, len(r.p.free), total)
 	}
 }
 
@@ -206,6 +227,7 @@ type bodyReader struct {
 	rnd      *rand.Rand
 	bodies   map[int][]byte
 	grown    int // reads whose lent buffer could not hold the body
+	gzipMade int // reads lent no gzip reader, which made one
 }
 
 func newBodyReader(t *testing.T, floor, nodes int) *bodyReader {
@@ -244,6 +266,10 @@ func (r *bodyReader) read(nodes, sizes []int) {
 			r.bodies[size] = bytes.Repeat([]byte("b"), size)
 		}
 		lent[i] = r.p.lend(r.previous[n])
+		if lent[i].gz == nil { // as a worker's first gzip response makes one
+			lent[i].gz = new(gzip.Reader)
+			r.gzipMade++
+		}
 		if cap(lent[i].buf) < size+2 {
 			r.grown++
 		}

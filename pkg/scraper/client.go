@@ -45,7 +45,7 @@ type readers struct {
 	// borrowed says the worker's body buffer and gz are lent (lender), until the worker gives them back with
 	// their use.
 	borrowed bool
-	use      use
+	use      spareUse
 }
 
 // Buffer sizes of a kept-alive kubelet connection. net/http's defaults are held for the connection's life, which adds
@@ -132,7 +132,7 @@ func (c *kubeletClient) fetch(ctx context.Context, node string, t target, buf []
 	}
 	if !rd.borrowed {
 		sc := spares.lend(want)
-		buf, rd.gz, rd.use, rd.borrowed = sc.buf, sc.gz, sc.use, true
+		buf, rd.gz, rd.use, rd.borrowed = sc.buf, sc.gz, sc.spareUse, true
 	}
 	body, err := rd.decode(resp)
 	if err != nil {

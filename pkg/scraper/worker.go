@@ -60,6 +60,6 @@ func (s *Scraper) release(w *worker) {
 	if !w.readers.borrowed { // a worker that borrowed nothing gives back nothing
 		return
 	}
-	w.oversized = s.buffers.giveBack(scratch{buf: w.buf, gz: w.readers.gz, use: w.readers.use})
-	w.buf, w.readers.gz, w.readers.borrowed = nil, nil, false
+	w.oversized = s.buffers.giveBack(scratch{buf: w.buf, gz: w.readers.gz, spareUse: w.readers.use})
+	w.buf, w.readers.gz, w.readers.use, w.readers.borrowed = nil, nil, spareUse{}, false
 }
