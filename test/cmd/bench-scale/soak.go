@@ -77,7 +77,7 @@ func (e *benchEnv) runSoak(ctx context.Context, t target, b *framework.Backend, 
 		wg.Go(func() { ch.run(ctx, until, o.churnPerSec, o.restartsSec, o.nodeChurnEvery) })
 		wg.Go(func() { tr.run(ctx, until) })
 	}
-	wg.Go(func() { r.samples, r.sampleErrors = sampleMemory(ctx, b, direct, start, until) })
+	wg.Go(func() { r.samples, r.sampleErrors = sampleMemory(ctx, b, direct, procs, start, until) })
 	wg.Go(func() { r.profileCPU, r.profileCPUErr = e.soakCPUProfile(ctx, t, b, direct, start, until) })
 	wg.Go(func() {
 		r.profileWarm, r.profileBetween, r.profilesErr = e.soakWarmProfiles(ctx, t, b, direct, start, until)
@@ -153,10 +153,12 @@ func (e *benchEnv) checkEvery(ctx context.Context, start, until time.Time, r *so
 	}
 }
 
-// sampleMemory reads b's RSS and Go heap every memSampleEvery from start until until.
-func sampleMemory(ctx context.Context, b *framework.Backend, hc *http.Client, start, until time.Time) ([]memSample, int) {
+// sampleMemory reads b's RSS and Go heap every memSampleEvery from start until until, and the CPU of b and of
+// the others (procs) since the previous sample.
+func sampleMemory(ctx context.Context, b *framework.Backend, hc *http.Client, procs map[string]int, start, until time.Time) ([]memSample, int) {
 	var out []memSample
 	errs := 0
+	var cpu cpuRates
 	for at := start; at.Before(until); at = at.Add(memSampleEvery) {
 		select {
 		case <-ctx.Done():
@@ -171,6 +173,7 @@ func sampleMemory(ctx context.Context, b *framework.Backend, hc *http.Client, st
 		s := memSample{at: time.Since(start), rss: float64(st.RSS), anon: float64(st.RSSAnon),
 			file: float64(st.RSSFile), heap: math.NaN(), goroutines: math.NaN(), pods: math.NaN(), parts: noHeapParts,
 			carried: carried{load1: loadAvg1(), reads: math.NaN(), answers: math.NaN(), keptBuild: math.NaN()}}
+		s.carried.serverCores, s.carried.othersCores = cpu.next(time.Now(), st.CPU, readProcs(procs))
 		if m, err := scrapeMetrics(ctx, hc, b.URL()); err == nil {
 			s.parts = readHeapParts(m)
 			read := carriedMetrics(&s.carried)
@@ -294,4 +297,30 @@ func cpuSince(procs map[string]int, before map[string]framework.ProcStat, minute
 		out[name] = (st.CPU - before[name].CPU).Seconds() / minutes
 	}
 	return out
+}
+
+// cpuRates turns cumulative CPU times read at each sample into cores used since the previous one.
+type cpuRates struct {
+	at     time.Time
+	server time.Duration
+	others map[string]framework.ProcStat
+}
+
+// next returns the server's and the others' cores since the previous call (NaN at the first), given their CPU at
+// now. A process counts only when read both times with its CPU not gone back (not restarted), so that one whose
+// stat was unreadable once, or a new process, adds no jump.
+func (c *cpuRates) next(now time.Time, server time.Duration, others map[string]framework.ProcStat) (serverCores, othersCores float64) {
+	serverCores, othersCores = math.NaN(), math.NaN()
+	if wall := now.Sub(c.at).Seconds(); !c.at.IsZero() && wall > 0 {
+		serverCores = (server - c.server).Seconds() / wall
+		var sum time.Duration
+		for name, st := range others {
+			if prev, ok := c.others[name]; ok && st.CPU >= prev.CPU {
+				sum += st.CPU - prev.CPU
+			}
+		}
+		othersCores = sum.Seconds() / wall
+	}
+	c.at, c.server, c.others = now, server, others
+	return serverCores, othersCores
 }

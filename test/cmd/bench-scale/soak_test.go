@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/metrics-ring/metrics-ring/test/framework"
 	"github.com/metrics-ring/metrics-ring/test/kubeletsim"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -243,9 +244,9 @@ func TestSoakCSV(t *testing.T) {
 	r := &result{targets: []*targetResult{
 		{name: "metrics-ring", soak: &soakResult{samples: []memSample{
 			{at: 10 * time.Second, rss: 100, anon: 60, file: 40, heap: 50, goroutines: 7, pods: 3, parts: heapParts{live: 30, goal: 37.5, objects: 35, unused: 5, free: 2, stacks: 1, other: 4},
-				carried: carried{load1: 4.5, reads: 6, answers: 1024, keptBuild: 2048}},
+				carried: carried{load1: 4.5, reads: 6, answers: 1024, keptBuild: 2048, serverCores: 0.25, othersCores: 1.5}},
 			{at: 20 * time.Second, rss: 101, anon: 61, file: 40, heap: math.NaN(), goroutines: math.NaN(), pods: math.NaN(), parts: noHeapParts,
-				carried: carried{load1: 4.25, reads: math.NaN(), answers: math.NaN(), keptBuild: math.NaN()}},
+				carried: carried{load1: 4.25, reads: math.NaN(), answers: math.NaN(), keptBuild: math.NaN(), serverCores: math.NaN(), othersCores: math.NaN()}},
 		}}},
 		{name: "no soak"},
 	}}
@@ -254,8 +255,8 @@ func TestSoakCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := strings.Join(soakCSVHeader, ",") + "\n" +
-		"metrics-ring,10,100,60,40,50,7,3,30,37.5,35,5,2,1,4,4.5,6,1024,2048\n" +
-		"metrics-ring,20,101,61,40,,,,,,,,,,,4.25,,,\n"
+		"metrics-ring,10,100,60,40,50,7,3,30,37.5,35,5,2,1,4,4.5,6,1024,2048,0.25,1.5\n" +
+		"metrics-ring,20,101,61,40,,,,,,,,,,,4.25,,,,,\n"
 	if got := b.String(); got != want {
 		t.Errorf("samples file:\n%s\nwant:\n%s", got, want)
 	}
@@ -381,4 +382,44 @@ func TestSoakTableCarried(t *testing.T) {
 			t.Errorf("the soak table has no line matching %s:\n%s", want, b.String())
 		}
 	}
+}
+
+// TestCPURates: the cores used between samples, the others' counted only for processes read both times and not
+// restarted.
+func TestCPURates(t *testing.T) {
+	var c cpuRates
+	t0 := time.Unix(1000, 0)
+	procs := func(cpu map[string]time.Duration) map[string]framework.ProcStat {
+		m := map[string]framework.ProcStat{}
+		for name, d := range cpu {
+			m[name] = framework.ProcStat{CPU: d}
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name                   string
+		at, serverCPU          time.Duration
+		others                 map[string]time.Duration
+		wantServer, wantOthers float64
+	}{
+		{"first: nothing to compare", 0, 5 * time.Second, map[string]time.Duration{"etcd": time.Second}, math.NaN(), math.NaN()},
+		{"10 s later", 10 * time.Second, 7 * time.Second,
+			map[string]time.Duration{"etcd": 6 * time.Second, "kcm": 3 * time.Second}, 0.2, 0.5}, // kcm is new: not counted
+		{"etcd unread", 20 * time.Second, 8 * time.Second, map[string]time.Duration{"kcm": 8 * time.Second}, 0.1, 0.5},
+		{"etcd back, restarted", 30 * time.Second, 8 * time.Second,
+			map[string]time.Duration{"etcd": time.Second, "kcm": 10 * time.Second}, 0, 0.2},
+	} {
+		s, o := c.next(t0.Add(tc.at), tc.serverCPU, procs(tc.others))
+		if !same(s, tc.wantServer) || !same(o, tc.wantOthers) {
+			t.Errorf("%s: server %v, others %v cores; want %v, %v", tc.name, s, o, tc.wantServer, tc.wantOthers)
+		}
+	}
+}
+
+// same says a and b are equal to a part in a million, or both NaN.
+func same(a, b float64) bool {
+	if math.IsNaN(a) || math.IsNaN(b) {
+		return math.IsNaN(a) && math.IsNaN(b)
+	}
+	return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs(b))
 }

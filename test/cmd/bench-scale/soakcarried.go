@@ -8,6 +8,10 @@ type carried struct {
 	reads     float64 // read requests being served (apiserver_current_inflight_requests{request_kind="readOnly"})
 	answers   float64 // bytes of large answers in flight (metrics_ring_api_answers_in_flight_bytes)
 	keptBuild float64 // bytes readers' builds keep between requests (metrics_ring_api_builds_kept_bytes)
+	// CPU since the previous sample, in cores: the server's, and every other process of the run's (the control
+	// plane, the simulators, this benchmark's clients), so that a load average rising over the window reads as the
+	// server's own work or the rest of the machine's.
+	serverCores, othersCores float64
 }
 
 // carriedMetrics names the server's metrics behind carried's fields.
@@ -29,6 +33,8 @@ func printCarried(t table) {
 		{"read requests in flight", 1, func(c carried) float64 { return c.reads }},
 		{"answers in flight, MiB", 1 << 20, func(c carried) float64 { return c.answers }},
 		{"readers' builds kept, MiB", 1 << 20, func(c carried) float64 { return c.keptBuild }},
+		{"server's CPU, cores", 1, func(c carried) float64 { return c.serverCores }},
+		{"the other processes' CPU, cores", 1, func(c carried) float64 { return c.othersCores }},
 	} {
 		value := func(m memSample) float64 { return c.v(m.carried) / c.unit }
 		t.row(c.label+": mean after warm-up", false, func(v float64) string { return fmt.Sprintf("%.2f", v) }, soakValue(func(x *soakResult) float64 {

@@ -15,7 +15,7 @@ import (
 var soakCSVHeader = []string{"server", "seconds", "rss_bytes", "rss_anon_bytes", "rss_file_bytes", "heap_inuse_bytes",
 	"goroutines", "pods", "heap_live_bytes", "heap_goal_bytes", "heap_objects_bytes", "heap_unused_bytes",
 	"heap_free_bytes", "stacks_bytes", "runtime_other_bytes", "load1", "reads_in_flight", "answers_in_flight_bytes",
-	"builds_kept_bytes"}
+	"builds_kept_bytes", "server_cpu_cores", "others_cpu_cores"}
 
 // writeSoakCSV writes every server's memory samples; a value not served is written empty.
 func (r *result) writeSoakCSV(w io.Writer) error {
@@ -37,7 +37,8 @@ func (r *result) writeSoakCSV(w io.Writer) error {
 			p := s.parts
 			if err := cw.Write([]string{tr.name, f(s.at.Seconds()), f(s.rss), f(s.anon), f(s.file), f(s.heap),
 				f(s.goroutines), f(s.pods), f(p.live), f(p.goal), f(p.objects), f(p.unused), f(p.free), f(p.stacks),
-				f(p.other), f(s.carried.load1), f(s.carried.reads), f(s.carried.answers), f(s.carried.keptBuild)}); err != nil {
+				f(p.other), f(s.carried.load1), f(s.carried.reads), f(s.carried.answers), f(s.carried.keptBuild),
+				f(s.carried.serverCores), f(s.carried.othersCores)}); err != nil {
 				return err
 			}
 		}
