@@ -2,10 +2,12 @@ package api
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/metrics/pkg/apis/metrics"
@@ -98,6 +100,41 @@ func TestPointsJoinOnlyTheirObject(t *testing.T) {
 			if told := len(from.entries) == 1; told != tc.wantWatchTold {
 				t.Errorf("a joining watch told of the build's object %d with object %d now under the name: %v, want %v (withheld %v)",
 					tc.pointUID, tc.podUID, told, tc.wantWatchTold, gone)
+			}
+		})
+	}
+}
+
+// TestWatchTellsARecreatedPodApart: between two deliveries a pod deleted and created again under its name (a
+// StatefulSet's) is its predecessor's DELETED and its ADDED, as kube-apiserver's watch tells them; a MODIFIED, as
+// before, told a client the new pod's values were the old one's next. Either object unknown: MODIFIED as before.
+func TestWatchTellsARecreatedPodApart(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		prevUID, uid uint64
+		want         []watch.EventType
+	}{
+		{"the same object", 1, 1, []watch.EventType{watch.Modified}},
+		{"another object under the name", 1, 2, []watch.EventType{watch.Deleted, watch.Added}},
+		{"the old object unknown", 0, 2, []watch.EventType{watch.Modified}},
+		{"the new object unknown", 1, 0, []watch.EventType{watch.Modified}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := podRESTOf(&fakeMetrics{}, nil)
+			labels := map[string]string{"app": "web"}
+			at := func(uid, cpu uint64) entry[storage.PodPoint] {
+				p := podPoint(storage.ContainerPoint{Name: "app", Usage: storageUsage(cpu, 80<<20)})
+				p.UID = uid
+				return entry[storage.PodPoint]{object: object{namespace: "ns", name: "p", labels: labels, uid: uid}, point: p}
+			}
+			prev := []entry[storage.PodPoint]{at(tc.prevUID, 300_000_000)}
+			cur := &build[storage.PodPoint]{res: s, done: closed, rv: "2", entries: []entry[storage.PodPoint]{at(tc.uid, 100_000_000)}}
+			var got []watch.EventType
+			for _, ev := range diff(prev, cur, nil, nil).events {
+				got = append(got, ev.Type)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("events %v, want %v", got, tc.want)
 			}
 		})
 	}

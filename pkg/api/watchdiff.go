@@ -12,7 +12,9 @@ import (
 // diff is the delivery that turns prev into cur: ADDED for entries of cur not in prev (new, or entered the selection),
 // MODIFIED for those whose values or labels changed, DELETED for those of prev not in cur (each a copy at cur's
 // resourceVersion), and DELETED by key alone for deleted: objects deleted since, that a resuming watch must still
-// be told of. Both entry lists are sorted, so this is one merge, with no map of either.
+// be told of. An entry whose object is another under the same name (a StatefulSet's pod deleted and created again)
+// is the old one's DELETED and the new one's ADDED, as kube-apiserver's watch tells them, not a MODIFIED that would
+// carry on the old object's series. Both entry lists are sorted, so this is one merge, with no map of either.
 func diff[P any](prev []entry[P], cur *build[P], deleted []object, acct *deliveryAccount) *delivery {
 	item := cur.deliveryItems(acct)
 	k, next := cur.res.kind, cur.entries
@@ -26,6 +28,12 @@ func diff[P any](prev []entry[P], cur *build[P], deleted []object, acct *deliver
 			i++
 		case i == len(prev) || next[j].less(&prev[i].object):
 			events = append(events, watch.Event{Type: watch.Added, Object: item(j)})
+			j++
+		case prev[i].uid != 0 && next[j].uid != 0 && prev[i].uid != next[j].uid:
+			events = append(events, watch.Event{Type: watch.Deleted,
+				Object: &watchItem[P]{res: cur.res, e: &prev[i], rv: cur.rv, created: cur.created}},
+				watch.Event{Type: watch.Added, Object: item(j)})
+			i++
 			j++
 		default:
 			if !k.same(&prev[i].point, &next[j].point) || !maps.Equal(prev[i].labels, next[j].labels) {
