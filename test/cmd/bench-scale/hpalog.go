@@ -22,6 +22,7 @@ const (
 // failing at once.
 type syncFailures struct {
 	n               int
+	untargeted      int // of n, those whose line names no scale target: counted as no HPA
 	causes, targets map[string]int
 	byMinute        map[int]int // minutes since the window's start
 }
@@ -47,18 +48,23 @@ func failedSyncs(file string, from, to time.Time) (syncFailures, error) {
 		}
 		r.n++
 		r.causes[syncCause(line)]++
-		r.targets[syncTarget(line)]++
+		if target := syncTarget(line); target != "" {
+			r.targets[target]++
+		} else {
+			r.untargeted++
+		}
 		r.byMinute[int(at.Sub(from)/time.Minute)]++
 	}
 	return r, sc.Err()
 }
 
-// syncTarget is a failed sync's scale target, as the controller names it ("for Deployment/ns/name:").
+// syncTarget is a failed sync's scale target, as the controller names it ("for Deployment/ns/name:"), or "" when
+// the line names none.
 func syncTarget(line string) string {
 	const before = "based on listed metrics for "
 	i := strings.Index(line, before)
 	if i < 0 {
-		return "(no target logged)"
+		return ""
 	}
 	target := line[i+len(before):]
 	if j := strings.IndexByte(target, ':'); j >= 0 {

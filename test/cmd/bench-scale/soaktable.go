@@ -18,8 +18,6 @@ func (r *result) printSoak(t table) {
 		o.soakWindows(), o.churnPerSec, o.restartsSec, o.nodeChurnEvery, o.hpa, o.hpaPods, o.hpaSyncPeriod, o.hpaSyncsOrAuto(), o.soakTopEvery, o.soakWarmup)
 	t.header("soak measure")
 	s := soakValue
-	mibH := func(v float64) string { return fmt.Sprintf("%+.1f MiB/h", v) }
-	pct := func(v float64) string { return fmt.Sprintf("%+.2f %%", v) }
 	num := func(v float64) string { return fmt.Sprintf("%.0f", v) }
 	cyc := func(v float64) string { return fmt.Sprintf("%.2f cycles", v) }
 	rss := func(x *soakResult) []memSample { return x.samples }
@@ -36,28 +34,28 @@ func (r *result) printSoak(t table) {
 	rssMiB := func(m memSample) float64 { return m.rss / (1 << 20) }
 	slope := slopeOf(rssMiB)
 	minSlope := func(x *soakResult) float64 { return slopePerHour(minuteMinima(x.samples), x.warmup, rssMiB) }
-	t.row("RSS slope after warm-up (10 s samples)", false, mibH, s(slope))
-	t.row("  of the mean RSS, per hour", false, pct, s(func(x *soakResult) float64 { return slope(x) * (1 << 20) / meanRSS(x.samples, x.warmup) * 100 }))
+	t.row("RSS slope after warm-up (10 s samples)", false, mibPerHour, s(slope))
+	t.row("  of the mean RSS, per hour", false, percent, s(func(x *soakResult) float64 { return slope(x) * (1 << 20) / meanRSS(x.samples, x.warmup) * 100 }))
 	printSlopeInterval(t, rssMiB)
 	// A leak keeps its slope through the window; a floor settling, or a swing of the load, does not.
-	t.row("  over the window's second half only", false, mibH, s(func(x *soakResult) float64 {
+	t.row("  over the window's second half only", false, mibPerHour, s(func(x *soakResult) float64 {
 		return slopePerHour(x.samples, x.warmup+(x.duration-x.warmup)/2, rssMiB)
 	}))
-	t.row("RSS slope of each minute's lowest", false, mibH, s(minSlope))
-	t.row("  of the mean RSS, per hour", false, pct, s(func(x *soakResult) float64 { return minSlope(x) * (1 << 20) / meanRSS(x.samples, x.warmup) * 100 }))
+	t.row("RSS slope of each minute's lowest", false, mibPerHour, s(minSlope))
+	t.row("  of the mean RSS, per hour", false, percent, s(func(x *soakResult) float64 { return minSlope(x) * (1 << 20) / meanRSS(x.samples, x.warmup) * 100 }))
 	// A leak grows anonymous memory; the executable's pages touched (RssFile) grow as code first runs, up to the
 	// binary's size, whatever the load.
-	t.row("  anonymous (RssAnon) slope, 10 s samples", false, mibH, s(slopeOf(func(m memSample) float64 { return m.anon / (1 << 20) })))
-	t.row("  file-backed (RssFile) slope, 10 s samples", false, mibH, s(slopeOf(func(m memSample) float64 { return m.file / (1 << 20) })))
+	t.row("  anonymous (RssAnon) slope, 10 s samples", false, mibPerHour, s(slopeOf(func(m memSample) float64 { return m.anon / (1 << 20) })))
+	t.row("  file-backed (RssFile) slope, 10 s samples", false, mibPerHour, s(slopeOf(func(m memSample) float64 { return m.file / (1 << 20) })))
 	t.row("RssAnon at the end", true, mibf, s(func(x *soakResult) float64 { return last(rss(x)).anon }))
 	t.row("RssFile at the end", true, mibf, s(func(x *soakResult) float64 { return last(rss(x)).file }))
-	t.row("Go heap in use slope after warm-up", false, mibH, s(slopeOf(func(m memSample) float64 { return m.heap / (1 << 20) })))
+	t.row("Go heap in use slope after warm-up", false, mibPerHour, s(slopeOf(func(m memSample) float64 { return m.heap / (1 << 20) })))
 	// The runtime's account of its memory: the live heap's slope is a leak's; the others' are what the runtime
 	// keeps around it.
 	for _, part := range heapPartsMetrics {
 		value := func(m memSample) float64 { return *part.field(&m.parts) }
 		t.row("  "+part.label+": mean after warm-up", true, mibf, s(func(x *soakResult) float64 { return meanOf(x.samples, x.warmup, value) }))
-		t.row("    its slope after warm-up", false, mibH, s(slopeOf(func(m memSample) float64 { return value(m) / (1 << 20) })))
+		t.row("    its slope after warm-up", false, mibPerHour, s(slopeOf(func(m memSample) float64 { return value(m) / (1 << 20) })))
 	}
 	printCarried(t)
 	perHour := func(v float64) string {
@@ -127,10 +125,10 @@ func (r *result) printSoak(t table) {
 		for _, c := range mostCounted(x.failedSyncs.causes, 3) {
 			fmt.Fprintf(t.tw, "  %s: failed HPA sync x%d: %s\n", tr.name, x.failedSyncs.causes[c], c)
 		}
-		if n := len(x.failedSyncs.targets); n > 0 {
+		if n := len(x.failedSyncs.targets); n > 0 || x.failedSyncs.untargeted > 0 {
 			worst := mostCounted(x.failedSyncs.targets, 3)
-			fmt.Fprintf(t.tw, "  %s: failed HPA syncs came from %d HPAs; the most: %s\n", tr.name, n,
-				strings.Join(countedNames(x.failedSyncs.targets, worst), ", "))
+			fmt.Fprintf(t.tw, "  %s: failed HPA syncs came from %d HPAs (and %d named none); the most: %s\n", tr.name, n,
+				x.failedSyncs.untargeted, strings.Join(countedNames(x.failedSyncs.targets, worst), ", "))
 			fmt.Fprintf(t.tw, "  %s: failed HPA syncs by minute of the window: %s\n", tr.name, minutesOf(x.failedSyncs.byMinute))
 		}
 		for _, l := range heapProfileLines(tr.name, x) {
@@ -273,19 +271,21 @@ func soakValue(f func(*soakResult) float64) func(*targetResult) float64 {
 
 // printSlopeInterval prints v's slope fitted to 5-minute means and its 95 % interval, absolute and of the mean RSS.
 func printSlopeInterval(t table, v func(memSample) float64) {
-	mibH := func(v float64) string { return fmt.Sprintf("%+.1f MiB/h", v) }
-	pct := func(v float64) string { return fmt.Sprintf("%+.2f %%", v) }
 	// The fit's own error: whether the run is long enough to tell its slope from the swings of what the collector
 	// marks (a slope inside its interval's reach of the goal is not a measured miss, nor a met goal).
 	interval := func(x *soakResult) (float64, float64) { return slopeInterval(x.samples, x.warmup, slopeBlock, v) }
-	t.row("  fitted to 5-minute means", false, mibH, soakValue(func(x *soakResult) float64 { v, _ := interval(x); return v }))
+	t.row("  fitted to 5-minute means", false, mibPerHour, soakValue(func(x *soakResult) float64 { v, _ := interval(x); return v }))
 	t.row("    ± its 95 % interval", false, func(v float64) string { return fmt.Sprintf("±%.1f MiB/h", v) }, soakValue(func(x *soakResult) float64 { _, h := interval(x); return h }))
-	t.row("    its lower end, of the mean RSS per hour", false, pct, soakValue(func(x *soakResult) float64 {
+	t.row("    its lower end, of the mean RSS per hour", false, percent, soakValue(func(x *soakResult) float64 {
 		v, h := interval(x)
 		return (v - h) * (1 << 20) / meanRSS(x.samples, x.warmup) * 100
 	}))
-	t.row("    its upper end, of the mean RSS per hour", false, pct, soakValue(func(x *soakResult) float64 {
+	t.row("    its upper end, of the mean RSS per hour", false, percent, soakValue(func(x *soakResult) float64 {
 		v, h := interval(x)
 		return (v + h) * (1 << 20) / meanRSS(x.samples, x.warmup) * 100
 	}))
 }
+
+// mibPerHour formats a slope in MiB an hour; percent one of the mean RSS, in % an hour.
+func mibPerHour(v float64) string { return fmt.Sprintf("%+.1f MiB/h", v) }
+func percent(v float64) string    { return fmt.Sprintf("%+.2f %%", v) }
