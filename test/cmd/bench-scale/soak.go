@@ -308,18 +308,23 @@ type cpuRates struct {
 
 // next returns the server's and the others' cores since the previous call (NaN at the first), given their CPU at
 // now. A process counts only when read both times with its CPU not gone back (not restarted), so that one whose
-// stat was unreadable once, or a new process, adds no jump.
+// stat was unreadable once, or a new process, adds no jump (it drops out of the intervals around it); with none
+// counted, the others' cores are NaN, not an idle machine.
 func (c *cpuRates) next(now time.Time, server time.Duration, others map[string]framework.ProcStat) (serverCores, othersCores float64) {
 	serverCores, othersCores = math.NaN(), math.NaN()
 	if wall := now.Sub(c.at).Seconds(); !c.at.IsZero() && wall > 0 {
 		serverCores = (server - c.server).Seconds() / wall
 		var sum time.Duration
+		counted := 0
 		for name, st := range others {
 			if prev, ok := c.others[name]; ok && st.CPU >= prev.CPU {
 				sum += st.CPU - prev.CPU
+				counted++
 			}
 		}
-		othersCores = sum.Seconds() / wall
+		if counted > 0 {
+			othersCores = sum.Seconds() / wall
+		}
 	}
 	c.at, c.server, c.others = now, server, others
 	return serverCores, othersCores

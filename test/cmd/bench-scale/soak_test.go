@@ -408,6 +408,7 @@ func TestCPURates(t *testing.T) {
 		{"etcd unread", 20 * time.Second, 8 * time.Second, map[string]time.Duration{"kcm": 8 * time.Second}, 0.1, 0.5},
 		{"etcd back, restarted", 30 * time.Second, 8 * time.Second,
 			map[string]time.Duration{"etcd": time.Second, "kcm": 10 * time.Second}, 0, 0.2},
+		{"none read", 40 * time.Second, 9 * time.Second, nil, 0.1, math.NaN()},
 	} {
 		s, o := c.next(t0.Add(tc.at), tc.serverCPU, procs(tc.others))
 		if !same(s, tc.wantServer) || !same(o, tc.wantOthers) {

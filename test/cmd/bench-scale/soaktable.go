@@ -127,8 +127,12 @@ func (r *result) printSoak(t table) {
 		}
 		if n := len(x.failedSyncs.targets); n > 0 || x.failedSyncs.untargeted > 0 {
 			worst := mostCounted(x.failedSyncs.targets, 3)
-			fmt.Fprintf(t.tw, "  %s: failed HPA syncs came from %d HPAs (and %d named none); the most: %s\n", tr.name, n,
-				x.failedSyncs.untargeted, strings.Join(countedNames(x.failedSyncs.targets, worst), ", "))
+			most := ""
+			if n > 0 {
+				most = "; the most: " + strings.Join(countedNames(x.failedSyncs.targets, worst), ", ")
+			}
+			fmt.Fprintf(t.tw, "  %s: failed HPA syncs came from %d HPAs (and %d named none)%s\n", tr.name, n,
+				x.failedSyncs.untargeted, most)
 			fmt.Fprintf(t.tw, "  %s: failed HPA syncs by minute of the window: %s\n", tr.name, minutesOf(x.failedSyncs.byMinute))
 		}
 		for _, l := range heapProfileLines(tr.name, x) {
