@@ -17,21 +17,22 @@ import (
 // carry on the old object's series. Both entry lists are sorted, so this is one merge, with no map of either.
 func diff[P any](prev []entry[P], cur *build[P], deleted []object, acct *deliveryAccount) *delivery {
 	item := cur.deliveryItems(acct)
+	gone := func(i int) *watchItem[P] { // prev's entry i as a DELETED event carries it, at cur's resourceVersion
+		return &watchItem[P]{res: cur.res, e: &prev[i], rv: cur.rv, created: cur.created}
+	}
 	k, next := cur.res.kind, cur.entries
 	var events []watch.Event
 	i, j := 0, 0
 	for i < len(prev) || j < len(next) {
 		switch {
 		case j == len(next) || (i < len(prev) && prev[i].less(&next[j].object)):
-			events = append(events, watch.Event{Type: watch.Deleted,
-				Object: &watchItem[P]{res: cur.res, e: &prev[i], rv: cur.rv, created: cur.created}})
+			events = append(events, watch.Event{Type: watch.Deleted, Object: gone(i)})
 			i++
 		case i == len(prev) || next[j].less(&prev[i].object):
 			events = append(events, watch.Event{Type: watch.Added, Object: item(j)})
 			j++
 		case prev[i].uid != 0 && next[j].uid != 0 && prev[i].uid != next[j].uid:
-			events = append(events, watch.Event{Type: watch.Deleted,
-				Object: &watchItem[P]{res: cur.res, e: &prev[i], rv: cur.rv, created: cur.created}},
+			events = append(events, watch.Event{Type: watch.Deleted, Object: gone(i)},
 				watch.Event{Type: watch.Added, Object: item(j)})
 			i++
 			j++

@@ -1,6 +1,7 @@
 package scraper
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 	"sync"
@@ -31,7 +32,7 @@ type buffers struct {
 	mu    sync.Mutex
 	floor int
 	max   int       // spares kept: max(floor, the previous cycle's peak)
-	free  []scratch // in the order lend looks through them (lentBefore): by capacity, smallest first
+	free  []scratch // in the order lend looks through them (lendOrder): by capacity, smallest first
 	// out counts what workers borrowed (from the spares or new) and have not given back; peak is its most since
 	// the previous endCycle.
 	out, peak int
@@ -106,17 +107,27 @@ func (b *buffers) giveBack(sc scratch) (oversized bool) {
 	}
 	b.out--
 	if len(b.free) < b.max && (cap(sc.buf) > 0 || sc.gz != nil) {
-		b.free = slices.Insert(b.free, sort.Search(len(b.free), func(i int) bool { return lentBefore(sc, b.free[i]) }), sc)
+		b.free = slices.Insert(b.free, sort.Search(len(b.free), func(i int) bool { return lendOrder(sc, b.free[i]) < 0 }), sc)
 	}
 	return oversized
 }
 
-// lentBefore orders the spares as lend looks through them: by capacity, then the most recently needed first.
-func lentBefore(a, b scratch) bool {
-	if cap(a.buf) != cap(b.buf) {
-		return cap(a.buf) < cap(b.buf)
+// lendOrder orders the spares as lend looks through them: by capacity, then the most recently needed first.
+func lendOrder(a, b scratch) int {
+	if c := cmp.Compare(cap(a.buf), cap(b.buf)); c != 0 {
+		return c
 	}
-	return a.unneeded < b.unneeded || (a.unneeded == b.unneeded && a.needed && !b.needed)
+	if c := cmp.Compare(a.unneeded, b.unneeded); c != 0 {
+		return c
+	}
+	switch {
+	case a.needed == b.needed:
+		return 0
+	case a.needed:
+		return -1
+	default:
+		return 1
+	}
 }
 
 // parsed counts a body of n bytes read and parsed this cycle, for the next cycle's retain limit.
@@ -156,15 +167,7 @@ func (b *buffers) endCycle() {
 		}
 	}
 	b.free = slices.DeleteFunc(b.free, func(sc scratch) bool { return sc.buf == nil && sc.gz == nil })
-	slices.SortStableFunc(b.free, func(x, y scratch) int {
-		if lentBefore(x, y) {
-			return -1
-		}
-		if lentBefore(y, x) {
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(b.free, lendOrder)
 }
 
 // retainMin is the largest response buffer kept whatever the recent sizes: large enough for the response of a node
