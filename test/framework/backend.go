@@ -148,8 +148,8 @@ func (b *Backend) WaitReady(ctx context.Context, timeout time.Duration) error {
 	})
 }
 
-// WaitAvailable waits until every APIService reports Available=True, failing fast if the backend they point
-// at (if given) exits.
+// WaitAvailable waits until every APIService reports Available=True and kube-apiserver proxies its version,
+// failing fast if the backend they point at (if given) exits.
 func (m *MetricsAPI) WaitAvailable(ctx context.Context, b *Backend, timeout time.Duration) error {
 	return m.WaitAvailableOf(ctx, b, APIServiceNames, timeout)
 }
@@ -169,8 +169,21 @@ func (m *MetricsAPI) WaitAvailableOf(ctx context.Context, b *Backend, names []st
 		if !ok {
 			return false, errors.New(msg)
 		}
-		return true, nil
+		return true, m.proxied(ctx, names)
 	})
+}
+
+// proxied checks that kube-apiserver proxies each APIService's version. The condition is written by the
+// availability controller; the proxy answers from its own copy of the APIService, updated by another controller
+// moments later, and until then answers 503 "service unavailable": a test's first request failed so in CI.
+func (m *MetricsAPI) proxied(ctx context.Context, names []string) error {
+	for _, name := range names {
+		path := "/apis/metrics.k8s.io/" + APIServiceVersion(name)
+		if _, err := m.cp.Client.Discovery().RESTClient().Get().AbsPath(path).DoRaw(ctx); err != nil {
+			return fmt.Errorf("%s is Available but kube-apiserver does not proxy %s yet: %w", name, path, err)
+		}
+	}
+	return nil
 }
 
 // ServeFrom points the APIServices at b's Service and waits up to timeout until they are Available: how every
