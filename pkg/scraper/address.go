@@ -37,7 +37,10 @@ func nodeAddress(node *corev1.Node, preferred []corev1.NodeAddressType) (string,
 // target is where a node's kubelet serves resource metrics: url to request, and shown for errors. A path from the
 // node's annotation is text anyone who can annotate a Node chooses, and errors become the 503 text every namespace
 // reader gets (DESIGN.md section 3), so shown says only that the path came from the annotation; the log line has it.
-type target struct{ url, shown string }
+type target struct {
+	url, shown string
+	last       bool // the connection is closed after this request (connage.go)
+}
 
 // annotatedPath stands for the path annotation's value in errors.
 const annotatedPath = "/<path from annotation " + AnnotationResourceMetricsPath + ">"
@@ -55,7 +58,7 @@ func nodeURL(node *corev1.Node, o *Options) (target, error) {
 	u := url.URL{Scheme: o.Scheme, Host: net.JoinHostPort(addr, strconv.Itoa(port)), Path: defaultMetricsPath}
 	p := node.Annotations[AnnotationResourceMetricsPath]
 	if p == "" {
-		return target{u.String(), u.String()}, nil
+		return target{url: u.String(), shown: u.String()}, nil
 	}
 	if err := checkMetricsPath(p); err != nil {
 		// The reason is a class (too long, not absolute, a host, a query, a character, a dot segment): the value
@@ -66,7 +69,7 @@ func nodeURL(node *corev1.Node, o *Options) (target, error) {
 	u.Path = ""
 	base := u.String()
 	u.Path = p
-	return target{u.String(), base + annotatedPath}, nil
+	return target{url: u.String(), shown: base + annotatedPath}, nil
 }
 
 // maxPathBytes bounds the path annotation, and how much of a refused one an error quotes.

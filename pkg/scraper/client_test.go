@@ -127,6 +127,7 @@ func TestNewValidates(t *testing.T) {
 		{"negative concurrency", Options{Concurrency: -1}, "concurrency -1"},
 		{"plain http with a CA", Options{Scheme: "http", CAFile: "x"},
 			"cannot use both --kubelet-certificate-authority and --deprecated-kubelet-completely-insecure"},
+		{"negative connection age", Options{ConnMaxAge: -time.Minute}, "kubelet-connection-max-age -1m0s should not be negative"},
 		{"bad port", Options{Port: 70000}, "out of range"},
 		{"bad scheme", Options{Scheme: "ftp"}, "ftp"},
 		{"missing CA file", Options{CAFile: "/nonexistent/ca.crt"}, "ca.crt"},
@@ -143,27 +144,46 @@ func TestNewValidates(t *testing.T) {
 	}
 }
 
-// TestKeepAlive checks that scrapes of a node reuse one connection.
+// TestKeepAlive checks that scrapes of a node reuse one connection, given up after --kubelet-connection-max-age:
+// the scrape past the connection's drawn point closes it, and the next dials anew.
 func TestKeepAlive(t *testing.T) {
-	var conns atomic.Int32
-	body := readFixture(t, "metrics-resource-30pods.txt")
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body) }))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
+	cases := []struct {
+		name   string
+		maxAge time.Duration
+		want   int32
+	}{
+		{name: "kept for as long as it lives", maxAge: 0, want: 1},
+		{name: "younger than its maximum age", maxAge: time.Hour, want: 1},
+		// The first scrape of a connection draws its point, the next is past it and closes it.
+		{name: "older than its maximum age at every second scrape", maxAge: time.Nanosecond, want: 3},
 	}
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	store := newFakeStore()
-	s := cycle(t, Options{CAFile: caFile(t, srv)}, store, nodeFor(t, "n", srv))
-	s.collect(t.Context())
-	s.collect(t.Context())
-	if len(store.ends) != 3 || !store.ends[2].success {
-		t.Fatalf("cycles: %+v", store.ends)
-	}
-	if n := conns.Load(); n != 1 {
-		t.Errorf("3 scrapes opened %d connections, want 1", n)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var conns atomic.Int32
+			body := readFixture(t, "metrics-resource-30pods.txt")
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body) }))
+			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+				if s == http.StateNew {
+					conns.Add(1)
+				}
+			}
+			srv.StartTLS()
+			t.Cleanup(srv.Close)
+			store := newFakeStore()
+			s := cycle(t, Options{CAFile: caFile(t, srv), ConnMaxAge: tc.maxAge}, store, nodeFor(t, "n", srv))
+			for range 5 {
+				time.Sleep(time.Microsecond) // past a nanosecond's age on any clock
+				s.collect(t.Context())
+			}
+			for i, end := range store.ends {
+				if !end.success {
+					t.Fatalf("cycle %d failed: %+v", i, store.ends)
+				}
+			}
+			if n := conns.Load(); n != tc.want {
+				t.Errorf("6 scrapes opened %d connections, want %d", n, tc.want)
+			}
+		})
 	}
 }
 

@@ -20,12 +20,14 @@ const (
 	defaultMaxResponseBytes = 10 << 20
 	defaultPort             = 10250
 	defaultScheme           = "https"
+	defaultConnMaxAge       = 10 * time.Minute
 )
 
 // defaultAddressTypes is the default --kubelet-preferred-address-types.
 var defaultAddressTypes = []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeExternalIP, corev1.NodeHostName}
 
-// Options configure a Scraper. Zero values take the defaults of DefaultOptions (Compression's zero is off).
+// Options configure a Scraper. Zero values take the defaults of DefaultOptions (Compression's zero is off,
+// ConnMaxAge's keeps connections for as long as they live).
 type Options struct {
 	Timeout               time.Duration            // --kubelet-request-timeout (default 10s); per request
 	Concurrency           int                      // concurrent scrapes at least (default 50); more for large clusters (pace.go)
@@ -46,6 +48,10 @@ type Options struct {
 	// responses come uncompressed, many times the bytes, and every kept-alive connection then holds full-size TLS
 	// and HTTP/2 read buffers, for no gzip CPU (BENCHMARKS.md, "Figures behind the comments").
 	Compression bool
+	// ConnMaxAge is how long a kept-alive kubelet connection is used at most (--kubelet-connection-max-age, 10m in
+	// DefaultOptions): it is closed by the first scrape past a point drawn between three quarters of it and all of
+	// it, and the next scrape dials afresh (connage.go says why).
+	ConnMaxAge time.Duration
 }
 
 // DefaultOptions are the defaults of every setting, the kubelet flags' defaults among them.
@@ -57,6 +63,7 @@ func DefaultOptions() Options {
 		PreferredAddressTypes: slices.Clone(defaultAddressTypes),
 		Port:                  defaultPort,
 		Scheme:                defaultScheme,
+		ConnMaxAge:            defaultConnMaxAge,
 		NodeSelector:          labels.Everything(),
 		Compression:           true,
 	}
@@ -120,6 +127,9 @@ func (o Options) Validate() []error {
 	}
 	if o.Timeout <= 0 {
 		errs = append(errs, errors.New("kubelet-request-timeout should be positive"))
+	}
+	if o.ConnMaxAge < 0 {
+		errs = append(errs, fmt.Errorf("kubelet-connection-max-age %v should not be negative (0 keeps connections)", o.ConnMaxAge))
 	}
 	if o.Port <= 0 || o.Port > 65535 {
 		errs = append(errs, fmt.Errorf("kubelet-port %d is out of range 1-65535", o.Port))
