@@ -39,7 +39,7 @@ func nodeAddress(node *corev1.Node, preferred []corev1.NodeAddressType) (string,
 // reader gets (DESIGN.md section 3), so shown says only that the path came from the annotation; the log line has it.
 type target struct {
 	url, shown string
-	last       bool // the connection is closed after this request (connage.go)
+	closeAfter bool // the connection is closed after this request (connage.go)
 }
 
 // annotatedPath stands for the path annotation's value in errors.

@@ -45,7 +45,7 @@ func BenchmarkScrape(b *testing.B) {
 		name   string
 		tls    bool
 		http1  bool
-		redial bool // every second scrape closes its connection: half the figure above https-h1-gzip is a handshake
+		redial bool // every second scrape closes its connection: twice its excess over https-h1-gzip is a new connection
 	}{{"http", false, true, false}, {"https-h1-gzip", true, true, false}, {"https-h2-gzip", true, false, false},
 		{"https-h1-gzip-redial", true, true, true}} {
 		b.Run(tc.name, func(b *testing.B) {

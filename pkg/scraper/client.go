@@ -113,7 +113,7 @@ func (c *kubeletClient) fetch(ctx context.Context, node string, t target, buf []
 		rd.header = c.header.Clone()
 	}
 	req.Header = rd.header
-	req.Close = t.last
+	req.Close = t.closeAfter
 	resp, err := c.rt.RoundTrip(req)
 	if err != nil {
 		// As http.Client words it: Get "url": error.

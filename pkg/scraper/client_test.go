@@ -150,12 +150,14 @@ func TestKeepAlive(t *testing.T) {
 	cases := []struct {
 		name   string
 		maxAge time.Duration
+		plain  bool // --deprecated-kubelet-completely-insecure
 		want   int32
 	}{
 		{name: "kept for as long as it lives", maxAge: 0, want: 1},
 		{name: "younger than its maximum age", maxAge: time.Hour, want: 1},
 		// The first scrape of a connection draws its point, the next is past it and closes it.
 		{name: "older than its maximum age at every second scrape", maxAge: time.Nanosecond, want: 3},
+		{name: "plain HTTP, kept whatever its age", maxAge: time.Nanosecond, plain: true, want: 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -167,10 +169,17 @@ func TestKeepAlive(t *testing.T) {
 					conns.Add(1)
 				}
 			}
-			srv.StartTLS()
+			o := Options{ConnMaxAge: tc.maxAge}
+			if tc.plain {
+				srv.Start()
+				o.Scheme = "http"
+			} else {
+				srv.StartTLS()
+				o.CAFile = caFile(t, srv)
+			}
 			t.Cleanup(srv.Close)
 			store := newFakeStore()
-			s := cycle(t, Options{CAFile: caFile(t, srv), ConnMaxAge: tc.maxAge}, store, nodeFor(t, "n", srv))
+			s := cycle(t, o, store, nodeFor(t, "n", srv))
 			for range 5 {
 				time.Sleep(time.Microsecond) // past a nanosecond's age on any clock
 				s.collect(t.Context())

@@ -48,9 +48,9 @@ type Options struct {
 	// responses come uncompressed, many times the bytes, and every kept-alive connection then holds full-size TLS
 	// and HTTP/2 read buffers, for no gzip CPU (BENCHMARKS.md, "Figures behind the comments").
 	Compression bool
-	// ConnMaxAge is how long a kept-alive kubelet connection is used at most (--kubelet-connection-max-age, 10m in
+	// ConnMaxAge is about how long a kept-alive kubelet connection is used (--kubelet-connection-max-age, 10m in
 	// DefaultOptions): it is closed by the first scrape past a point drawn between three quarters of it and all of
-	// it, and the next scrape dials afresh (connage.go says why).
+	// it, and the next scrape dials afresh (connage.go says why). Plain HTTP keeps its connections.
 	ConnMaxAge time.Duration
 }
 
@@ -80,6 +80,10 @@ func (o Options) complete() (Options, error) {
 	orDefault(&o.NodeSelector, d.NodeSelector)
 	if len(o.PreferredAddressTypes) == 0 {
 		o.PreferredAddressTypes = d.PreferredAddressTypes
+	}
+	if o.Scheme == "http" {
+		// No TLS buffer to give back, no certificate to check again: a new connection would only cost (connage.go).
+		o.ConnMaxAge = 0
 	}
 	return o, errors.Join(o.Validate()...)
 }

@@ -47,7 +47,8 @@ type nodeState struct {
 	cycle    uint64 // the newest cycle that listed the node
 	failures int    // consecutive failed scrapes: the error is logged at the first only
 	body     int    // bytes of the newest body read, which the next is lent a buffer for (buffers.lend)
-	// connDue is when the node's connection has lived long enough (connage.go); zero until its next scrape.
+	// connDue is when the node's connection has lived long enough (connage.go); zero before the node's first scrape
+	// and after a close, until the next scrape draws it.
 	connDue time.Time
 	// Streaks of the node's responses: storage rejected samples, they reported pods bound to other nodes or
 	// samples of pods' predecessors under their names, they lost lines or samples, the scrape panicked.
@@ -158,8 +159,11 @@ func (s *Scraper) scrape(ctx context.Context, w *worker, node *corev1.Node, st *
 	defer cancel()
 	at, err := nodeURL(node, &s.opts)
 	if err == nil {
-		at.last = st.closeConn(start, s.opts.ConnMaxAge)
+		at.closeAfter = st.closeConn(start, s.opts.ConnMaxAge)
 		w.buf, err = s.client.fetch(ctx, node.Name, at, w.buf, &w.readers, s.buffers, st.body)
+		if err == nil && at.closeAfter {
+			st.closed()
+		}
 	}
 	if err == nil {
 		stats := st.parser.parse(w.buf, time.Now(), node.Name, &w.batch)

@@ -79,6 +79,7 @@ func TestMetricsServerDeploymentArgs(t *testing.T) {
 		{"kubelet port", o.Kubelet.Port, 10255},
 		{"request timeout", o.Kubelet.RequestTimeout, 5 * time.Second},
 		{"kubelet compression, on by default", o.Kubelet.Compression, true},
+		{"kubelet connection max age, 10m by default", o.Kubelet.ConnMaxAge, 10 * time.Minute},
 		{"node selector", o.Kubelet.NodeSelector, "kubernetes.io/os=linux"},
 		{"authn kubeconfig", o.Server.Authentication.RemoteKubeConfigFile, "/etc/kubernetes/authn.conf"},
 		{"authz kubeconfig", o.Server.Authorization.RemoteKubeConfigFile, "/etc/kubernetes/authz.conf"},
