@@ -46,6 +46,9 @@ type readers struct {
 	// their use.
 	borrowed bool
 	use      spareUse
+	// answered says the latest request got a response, whatever its status: a Connection: close it carried was
+	// honoured (connage.go).
+	answered bool
 }
 
 // Buffer sizes of a kept-alive kubelet connection. net/http's defaults are held for the connection's life, which adds
@@ -105,6 +108,7 @@ func newKubeletClient(o *Options) (*kubeletClient, error) {
 func (c *kubeletClient) fetch(ctx context.Context, node string, t target, buf []byte, rd *readers,
 	spares lender, want int) ([]byte, error) {
 	url := t.shown
+	rd.answered = false
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.url, nil)
 	if err != nil {
 		return buf, fmt.Errorf("node %q: GET %s: %w", node, url, err)
@@ -119,6 +123,7 @@ func (c *kubeletClient) fetch(ctx context.Context, node string, t target, buf []
 		// As http.Client words it: Get "url": error.
 		return buf, fmt.Errorf("node %q: %w", node, &neturl.Error{Op: "Get", URL: url, Err: err})
 	}
+	rd.answered = true
 	// Closing an unread body makes the transport drop the connection (HTTP/1) or reset the stream (HTTP/2) rather
 	// than drain an oversized or unwanted response.
 	defer resp.Body.Close()

@@ -151,6 +151,7 @@ func TestKeepAlive(t *testing.T) {
 		name   string
 		maxAge time.Duration
 		plain  bool // --deprecated-kubelet-completely-insecure
+		status int  // the kubelet's answer to every request, when not 200
 		want   int32
 	}{
 		{name: "kept for as long as it lives", maxAge: 0, want: 1},
@@ -158,12 +159,22 @@ func TestKeepAlive(t *testing.T) {
 		// The first scrape of a connection draws its point, the next is past it and closes it.
 		{name: "older than its maximum age at every second scrape", maxAge: time.Nanosecond, want: 3},
 		{name: "plain HTTP, kept whatever its age", maxAge: time.Nanosecond, plain: true, want: 1},
+		// An error answered is an answer: the close is done, and the new connection gets its own age, rather than
+		// every scrape of a node that keeps answering 401 costing a handshake.
+		{name: "older than its maximum age, the kubelet answering 401", maxAge: time.Nanosecond,
+			status: http.StatusUnauthorized, want: 3},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var conns atomic.Int32
 			body := readFixture(t, "metrics-resource-30pods.txt")
-			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body) }))
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				if tc.status != 0 {
+					http.Error(w, http.StatusText(tc.status), tc.status)
+					return
+				}
+				_, _ = w.Write(body)
+			}))
 			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 				if s == http.StateNew {
 					conns.Add(1)
@@ -185,8 +196,8 @@ func TestKeepAlive(t *testing.T) {
 				s.collect(t.Context())
 			}
 			for i, end := range store.ends {
-				if !end.success {
-					t.Fatalf("cycle %d failed: %+v", i, store.ends)
+				if end.success != (tc.status == 0) {
+					t.Fatalf("cycle %d: success %v, want %v: %+v", i, end.success, tc.status == 0, store.ends)
 				}
 			}
 			if n := conns.Load(); n != tc.want {

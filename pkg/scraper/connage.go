@@ -19,8 +19,9 @@ import (
 
 // closeConn says whether the node's scrape starting at now is to be its connection's last: the connection's age
 // has passed its drawn point. The node's first scrape, and the first after a close, draw the next point. It stays
-// passed until closed says the closing request got its answer, so a scrape that failed before sending it leaves
-// the close to the next. A connection the transport re-made on its own (the kubelet closed it, a scrape failed)
+// passed until closed says the closing request got an answer (an error status is one), so a scrape that failed
+// before sending it leaves the close to the next, and a node that keeps answering errors is not re-dialled at
+// every scrape. A connection the transport re-made on its own (the kubelet closed it, a scrape failed)
 // is closed early; no harm. maxAge 0 keeps connections for as long as they live.
 func (st *nodeState) closeConn(now time.Time, maxAge time.Duration) bool {
 	if maxAge <= 0 {
@@ -33,6 +34,6 @@ func (st *nodeState) closeConn(now time.Time, maxAge time.Duration) bool {
 	return !now.Before(st.connDue)
 }
 
-// closed records that the connection closeConn asked to close got its response, and so is closed: the next scrape
+// closed records that the request closeConn asked to close its connection got a response, and so is closed: the next scrape
 // dials afresh and draws the new connection's point.
 func (st *nodeState) closed() { st.connDue = time.Time{} }

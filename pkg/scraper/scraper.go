@@ -161,7 +161,7 @@ func (s *Scraper) scrape(ctx context.Context, w *worker, node *corev1.Node, st *
 	if err == nil {
 		at.closeAfter = st.closeConn(start, s.opts.ConnMaxAge)
 		w.buf, err = s.client.fetch(ctx, node.Name, at, w.buf, &w.readers, s.buffers, st.body)
-		if err == nil && at.closeAfter {
+		if at.closeAfter && w.readers.answered {
 			st.closed()
 		}
 	}
