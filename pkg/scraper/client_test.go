@@ -128,6 +128,8 @@ func TestNewValidates(t *testing.T) {
 		{"plain http with a CA", Options{Scheme: "http", CAFile: "x"},
 			"cannot use both --kubelet-certificate-authority and --deprecated-kubelet-completely-insecure"},
 		{"negative connection age", Options{ConnMaxAge: -time.Minute}, "kubelet-connection-max-age -1m0s should not be negative"},
+		{"negative connection age over plain HTTP", Options{Scheme: "http", ConnMaxAge: -time.Minute},
+			"kubelet-connection-max-age -1m0s should not be negative"},
 		{"bad port", Options{Port: 70000}, "out of range"},
 		{"bad scheme", Options{Scheme: "ftp"}, "ftp"},
 		{"missing CA file", Options{CAFile: "/nonexistent/ca.crt"}, "ca.crt"},

@@ -81,11 +81,13 @@ func (o Options) complete() (Options, error) {
 	if len(o.PreferredAddressTypes) == 0 {
 		o.PreferredAddressTypes = d.PreferredAddressTypes
 	}
+	errs := o.Validate()
 	if o.Scheme == "http" {
 		// No TLS buffer to give back, no certificate to check again: a new connection would only cost (connage.go).
+		// Set after validation, so that a negative age is refused whatever the scheme.
 		o.ConnMaxAge = 0
 	}
-	return o, errors.Join(o.Validate()...)
+	return o, errors.Join(errs...)
 }
 
 func orDefault[T comparable](v *T, d T) {
