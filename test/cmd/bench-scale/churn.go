@@ -39,12 +39,23 @@ func newChurner(sim *kubeletsim.Sim, pl *kubeletsim.Planner, c kubernetes.Interf
 	return &churner{sim: sim, pl: pl, c: c, forward: forward, tally: churnTally{errors: map[string]int{}}}
 }
 
+// churnRate is how many pods a second the churn replaces: warmPerSec for the first warmup, perSec after.
+type churnRate struct {
+	perSec, warmPerSec float64
+	warmup             time.Duration
+}
+
+// by is how many pods the churn has replaced elapsed after it started.
+func (r churnRate) by(elapsed time.Duration) float64 {
+	return r.warmPerSec*min(elapsed, r.warmup).Seconds() + r.perSec*max(0, elapsed-r.warmup).Seconds()
+}
+
 // churnWorkers bounds the changes in flight: each is a few API calls of a few milliseconds.
 const churnWorkers = 16
 
-// run churns until until: perSec replacements and restartsPerSec restarts a second, spread over each second, and
+// run churns until until: rate's replacements and restartsPerSec restarts a second, spread over each second, and
 // every nodeEvery a node leaving (and the one that left before coming back).
-func (ch *churner) run(ctx context.Context, until time.Time, perSec, restartsPerSec float64, nodeEvery time.Duration) {
+func (ch *churner) run(ctx context.Context, until time.Time, rate churnRate, restartsPerSec float64, nodeEvery time.Duration) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(churnWorkers)
 	start := time.Now()
@@ -53,7 +64,7 @@ func (ch *churner) run(ctx context.Context, until time.Time, perSec, restartsPer
 	defer tick.Stop()
 	for now := start; now.Before(until) && gctx.Err() == nil; now = <-tick.C {
 		elapsed := now.Sub(start).Seconds()
-		for ; float64(replaced) < perSec*elapsed; replaced++ {
+		for ; float64(replaced) < rate.by(now.Sub(start)); replaced++ {
 			g.Go(func() error { ch.replace(gctx); return nil })
 		}
 		for ; float64(restarted) < restartsPerSec*elapsed; restarted++ {

@@ -74,7 +74,7 @@ func (e *benchEnv) runSoak(ctx context.Context, t target, b *framework.Backend, 
 	if o.churnPerSec > 0 {
 		ch = e.newSoakChurner()
 		ch.tr = tr
-		wg.Go(func() { ch.run(ctx, until, o.churnPerSec, o.restartsSec, o.nodeChurnEvery) })
+		wg.Go(func() { ch.run(ctx, until, o.churn(), o.restartsSec, o.nodeChurnEvery) })
 		wg.Go(func() { tr.run(ctx, until) })
 	}
 	wg.Go(func() { r.samples, r.sampleErrors = sampleMemory(ctx, b, direct, procs, start, until) })

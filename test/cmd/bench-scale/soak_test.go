@@ -163,6 +163,13 @@ func TestSoakFlagsValidated(t *testing.T) {
 		{"compared window longer", func(o *options) { o.soak, o.soakWarmup, o.soakCompared = 10*time.Minute, time.Minute, time.Hour }, "at most -soak"},
 		{"compared window within warm-up", func(o *options) { o.soak, o.soakWarmup, o.soakCompared = time.Hour, 5*time.Minute, 5*time.Minute }, "more than -soak-warmup"},
 		{"heap profiles too often", func(o *options) { o.soak, o.soakWarmup, o.soakProfileEvery = time.Hour, time.Minute, time.Second }, "-soak-heap-profile-every"},
+		{"warm-up churn without churn", func(o *options) { o.soak, o.soakWarmup, o.warmupChurnPerSec = time.Hour, time.Minute, 40 }, "-soak-warmup-churn-per-sec 40"},
+		{"warm-up churn without warm-up", func(o *options) {
+			o.soak, o.soakWarmup, o.churnPerSec, o.warmupChurnPerSec = time.Hour, 0, 10, 40
+		}, "-soak-warmup-churn-per-sec 40"},
+		{"negative warm-up churn", func(o *options) {
+			o.soak, o.soakWarmup, o.churnPerSec, o.warmupChurnPerSec = time.Hour, time.Minute, 10, -1
+		}, "-soak-warmup-churn-per-sec -1"},
 		{"more HPAs than workloads", func(o *options) { o.soak, o.soakWarmup, o.hpa = time.Hour, time.Minute, 21 }, "has 20 workloads"},
 	} {
 		o := base
@@ -423,4 +430,26 @@ func same(a, b float64) bool {
 		return math.IsNaN(a) && math.IsNaN(b)
 	}
 	return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs(b))
+}
+
+// TestChurnRate: the churn replaces pods at the warm-up's rate until the warm-up ends, at -churn-per-sec after, and
+// at -churn-per-sec throughout when the warm-up's rate is not set.
+func TestChurnRate(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		warm        float64
+		elapsed     time.Duration
+		wantReplace float64
+	}{
+		{"start", 40, 0, 0},
+		{"within the warm-up", 40, 30 * time.Second, 1200},
+		{"at the warm-up's end", 40, 20 * time.Minute, 48000},
+		{"after the warm-up", 40, 21 * time.Minute, 48600},
+		{"no warm-up rate", 0, 21 * time.Minute, 12600},
+	} {
+		o := soakOptions{churnPerSec: 10, warmupChurnPerSec: c.warm, soakWarmup: 20 * time.Minute}
+		if got := o.churn().by(c.elapsed); got != c.wantReplace {
+			t.Errorf("%s: %v replaced after %s, want %v", c.name, got, c.elapsed, c.wantReplace)
+		}
+	}
 }

@@ -15,6 +15,7 @@ import (
 type soakOptions struct {
 	soak                     time.Duration
 	churnPerSec, restartsSec float64
+	warmupChurnPerSec        float64 // during -soak-warmup; 0: churnPerSec
 	nodeChurnEvery           time.Duration
 	churnSeed                uint64
 	spread                   bool // pods on random nodes (kubeletsim.Config.Spread); completeSpread defaults it
@@ -31,6 +32,7 @@ func (o *soakOptions) flags() {
 	flag.DurationVar(&o.soak, "soak", 0, "run the soak phase for this long per server (0: none): churn, the HPA fleet and `kubectl top pods -A` every -soak-top-every, with RSS and Go heap sampled every 10 s (`make bench-soak`)")
 	flag.DurationVar(&o.soakCompared, "soak-metrics-server", 0, "the soak window of the servers compared with ours (metrics-server, a baseline) when shorter than metrics-ring's (0: -soak): an hour of metrics-ring for its memory slope, a shorter window of metrics-server under the same load for the ratios of rates (CPU a minute, lists a second)")
 	flag.Float64Var(&o.churnPerSec, "churn-per-sec", 0, "during the soak, pods replaced a second: each deleted and a successor created under a new name on a random node, in its namespace with its labels (a few also move when a node leaves)")
+	flag.Float64Var(&o.warmupChurnPerSec, "soak-warmup-churn-per-sec", 0, "pods replaced a second during -soak-warmup (0: -churn-per-sec): a faster warm-up turns the pods over before the slopes' window, so that it measures a server whose hash maps keyed by pod (the pod informer's index sets) have settled, as in a cluster whose server has run for days (BENCHMARKS.md, \"What settles in the first turnovers\")")
 	flag.Float64Var(&o.restartsSec, "restarts-per-sec", 1, "during the soak with churn, container restarts a second (a new start time and a counter from zero)")
 	flag.DurationVar(&o.nodeChurnEvery, "node-churn-every", 5*time.Minute, "during the soak with churn, a random node leaves this often (its pods replaced on others, its Node deleted, its kubelet gone) and the one that left before comes back (0: none)")
 	flag.Uint64Var(&o.churnSeed, "churn-seed", 29, "seed of the churn's random choices")
@@ -60,6 +62,23 @@ func (o *soakOptions) completeSpread(set map[string]bool) {
 func (o soakOptions) spreadNote() string {
 	if o.spread {
 		return " (a mean: spread at random)"
+	}
+	return ""
+}
+
+// churn is the soak's replacement rate: -soak-warmup-churn-per-sec during the warm-up, -churn-per-sec after.
+func (o soakOptions) churn() churnRate {
+	r := churnRate{perSec: o.churnPerSec, warmPerSec: o.churnPerSec, warmup: o.soakWarmup}
+	if o.warmupChurnPerSec > 0 {
+		r.warmPerSec = o.warmupChurnPerSec
+	}
+	return r
+}
+
+// warmupChurnNote qualifies the churn rate in tables when the warm-up's differs.
+func (o soakOptions) warmupChurnNote() string {
+	if r := o.churn(); r.warmPerSec != r.perSec {
+		return fmt.Sprintf(" (%.1f during the warm-up)", r.warmPerSec)
 	}
 	return ""
 }
@@ -100,6 +119,9 @@ func (o options) validateSoak() error {
 		o.hpaSyncPeriod < time.Second || o.soakTopEvery < 10*time.Second || o.soakTrack < 1 || o.soakWarmup < 0 ||
 		(o.soakProfileEvery != 0 && o.soakProfileEvery < time.Minute) {
 		return fmt.Errorf("need -soak >= 1m, -churn-per-sec and -restarts-per-sec in [0, 1000], -node-churn-every, -hpa, -hpa-syncs and -soak-warmup >= 0, -hpa-sync-period >= 1s, -soak-top-every >= 10s, -soak-track >= 1 and -soak-heap-profile-every 0 or >= 1m")
+	}
+	if o.warmupChurnPerSec < 0 || o.warmupChurnPerSec > 1000 || (o.warmupChurnPerSec > 0 && (o.churnPerSec == 0 || o.soakWarmup == 0)) {
+		return fmt.Errorf("-soak-warmup-churn-per-sec %g: want it in [0, 1000], with -churn-per-sec and -soak-warmup set", o.warmupChurnPerSec)
 	}
 	if o.soakWarmup >= o.soak {
 		return fmt.Errorf("-soak-warmup %s leaves no memory samples of a %s soak for the slope", o.soakWarmup, o.soak)

@@ -14,8 +14,8 @@ import (
 func (r *result) printSoak(t table) {
 	o := r.opts
 	fmt.Fprintln(t.tw)
-	fmt.Fprintf(t.tw, "soak: %s; churn %.1f pods replaced and %.1f containers restarted a second, a node leaving every %s; %d HPAs (%d pods each, %s sync, %d concurrent syncs); `kubectl top pods -A` every %s; slopes after the first %s\n",
-		o.soakWindows(), o.churnPerSec, o.restartsSec, o.nodeChurnEvery, o.hpa, o.hpaPods, o.hpaSyncPeriod, o.hpaSyncsOrAuto(), o.soakTopEvery, o.soakWarmup)
+	fmt.Fprintf(t.tw, "soak: %s; churn %.1f pods replaced%s and %.1f containers restarted a second, a node leaving every %s; %d HPAs (%d pods each, %s sync, %d concurrent syncs); `kubectl top pods -A` every %s; slopes after the first %s\n",
+		o.soakWindows(), o.churnPerSec, o.warmupChurnNote(), o.restartsSec, o.nodeChurnEvery, o.hpa, o.hpaPods, o.hpaSyncPeriod, o.hpaSyncsOrAuto(), o.soakTopEvery, o.soakWarmup)
 	t.header("soak measure")
 	s := soakValue
 	num := func(v float64) string { return fmt.Sprintf("%.0f", v) }
