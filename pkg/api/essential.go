@@ -1,7 +1,6 @@
 package api
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 )
@@ -28,7 +27,7 @@ func withinSetReads(namespaces, values []string) bool {
 // pod has the key with a value they exclude; dropped is false, and sel returned, when there are none. The counts
 // rule a requirement out at once; one they say no pod fails is confirmed on the indexer's sets, which the counts lag.
 func (ix *PodIndex) essential(namespace string, sel labels.Selector) (_ labels.Selector, dropped bool) {
-	if sel == nil || (namespace == metav1.NamespaceAll && !ix.byNamespace) {
+	if sel == nil {
 		return sel, false
 	}
 	reqs, ok := sel.Requirements()

@@ -14,10 +14,23 @@ import (
 // workload under a new name. held-B/pod is the heap after a collection at the start, per pod (the informer's store
 // and indexes, and PodIndex, without the objects); settle-B/pod how much it grew over the first two turnovers, and
 // growth-B/pod over the next two: a hash map keyed by pod name whose tables fill with deleted slots grows once as
-// the names turn over (Go's maps never shrink), a leak would go on growing.
+// the names turn over (Go's maps never shrink), a leak would go on growing. "deployments" labels the pods as
+// hpaCluster does, "tier" of every pod of a namespace alike; "one-label" with their workload's label alone, as the
+// soak does.
 func BenchmarkPodIndexTurnover(b *testing.B) {
-	var pods []*metav1.PartialObjectMetadata
-	hpaCluster(func(ns, name string, l map[string]string) { pods = append(pods, podMeta(ns, name, l)) })
+	for _, name := range []string{"deployments", "one-label"} {
+		var pods []*metav1.PartialObjectMetadata
+		hpaCluster(func(ns, pod string, l map[string]string) {
+			if name == "one-label" {
+				l = map[string]string{"app": l["app"]}
+			}
+			pods = append(pods, podMeta(ns, pod, l))
+		})
+		b.Run(name, func(b *testing.B) { podIndexTurnover(b, pods) })
+	}
+}
+
+func podIndexTurnover(b *testing.B, pods []*metav1.PartialObjectMetadata) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var start, settled, grown int64
 	for b.Loop() {

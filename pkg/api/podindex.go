@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"hash/maphash"
 	"maps"
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/tools/cache"
@@ -21,24 +23,22 @@ const PodLabelIndex = "namespace/label"
 // PodIndex lists a namespace's pods by label, so that a selection with an equality or `in` requirement reads only
 // the pods of its smallest matching set instead of walking the namespace (DESIGN.md section 3: a build costs what
 // it selects). It keeps how many pods each set holds, counted from the informer's events, so it knows which set is
-// smallest, and how large a selection is at most, before listing. It is a PodLister itself: cmd serves it as Deps.Pods.
+// smallest, and how large a selection is at most, before listing; and each namespace's pods, sorted by name
+// (namespacePods), for a namespace's lists. It is a PodLister itself: cmd serves it as Deps.Pods.
 //
-// A selection of every namespace (`kubectl top pods -A -l app=web`) reads the set of each namespace the informer
-// holds, which costs a lookup a namespace where walking cost a match a pod; a cluster-wide index would cost memory
+// A selection of every namespace (`kubectl top pods -A -l app=web`) reads the set of each namespace that holds pods, which costs a lookup a namespace where walking cost a match a pod; a cluster-wide index would cost memory
 // for every pod. Selections with only !=, notin, exists or !exists requirements still walk (the namespace, or every
 // pod): a negative requirement narrows nothing.
 type PodIndex struct {
 	cache.GenericLister
 	indexer cache.Indexer
 	synced  cache.InformerSynced
-	// byNamespace says the informer indexes its pods by namespace (cache.NamespaceIndex, as informers made by
-	// client-go's factories do), which names the namespaces a selection of every namespace reads.
-	byNamespace bool
 
-	mu     sync.RWMutex
-	seed   maphash.Seed
-	counts map[uint64]int // pods by the hash of an index value (setHash), and of a namespace (namespaceHash)
-	total  int
+	mu         sync.RWMutex
+	namespaces namespacePods // each namespace's pods
+	seed       maphash.Seed
+	counts     map[uint64]int // pods by the hash of an index value (setHash)
+	total      int
 }
 
 // podInformer is what NewPodIndex needs of the pod informer (a cache.SharedIndexInformer).
@@ -48,22 +48,26 @@ type podInformer interface {
 	GetIndexer() cache.Indexer
 }
 
-// NewPodIndex adds the label index and its counts to the pod informer, before it starts.
+// podsResource names the pods a namespace's lister does not find.
+var podsResource = schema.GroupResource{Resource: "pods"}
+
+// NewPodIndex adds the label index, its counts and the namespaces' lists to the pod informer, before it starts. The
+// informer needs no namespace index (cache.NamespaceIndex): PodIndex lists namespaces from its own.
 func NewPodIndex(informer podInformer) (*PodIndex, error) {
 	if err := informer.AddIndexers(cache.Indexers{PodLabelIndex: podLabelValues}); err != nil {
 		return nil, fmt.Errorf("adding the pod label index: %w", err)
 	}
 	ix := &PodIndex{
-		GenericLister: cache.NewGenericLister(informer.GetIndexer(), schema.GroupResource{Resource: "pods"}),
+		GenericLister: cache.NewGenericLister(informer.GetIndexer(), podsResource),
 		indexer:       informer.GetIndexer(),
-		byNamespace:   informer.GetIndexer().GetIndexers()[cache.NamespaceIndex] != nil,
+		namespaces:    namespacePods{},
 		seed:          maphash.MakeSeed(),
 		counts:        map[uint64]int{},
 	}
 	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { ix.count(obj, 1) },
+		AddFunc:    ix.added,
 		UpdateFunc: ix.update,
-		DeleteFunc: func(obj any) { ix.count(obj, -1) },
+		DeleteFunc: ix.deleted,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("counting the pod label index: %w", err)
@@ -102,32 +106,66 @@ func (ix *PodIndex) setHash(namespace, key, value string) uint64 {
 	return h.Sum64()
 }
 
-// namespaceHash keys a namespace's count: a namespace never holds '/', an index value always does.
-func (ix *PodIndex) namespaceHash(namespace string) uint64 { return maphash.String(ix.seed, namespace) }
-
-func (ix *PodIndex) update(oldObj, newObj any) {
-	o, err1 := meta.Accessor(oldObj)
-	n, err2 := meta.Accessor(newObj)
-	if err1 == nil && err2 == nil && o.GetNamespace() == n.GetNamespace() && maps.Equal(o.GetLabels(), n.GetLabels()) {
-		return // most updates: the counts stay
+// added is the informer's add handler: obj joins its namespace's list and the counts.
+func (ix *PodIndex) added(obj any) {
+	if o, m, ok := podMetadata(obj); ok {
+		ix.mu.Lock()
+		defer ix.mu.Unlock()
+		ix.namespaces.put(m.GetNamespace(), m.GetName(), o)
+		ix.count(m, 1)
 	}
-	ix.count(oldObj, -1)
-	ix.count(newObj, 1)
 }
 
-// count adds d to the counts of obj's namespace and labels.
-func (ix *PodIndex) count(obj any, d int) {
+// deleted is the informer's delete handler: obj, or a tombstone's, leaves its namespace's list and the counts. The
+// object deleted is the watch's last state of the pod, not the one the informer held: pods are found by name.
+func (ix *PodIndex) deleted(obj any) {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tombstone.Obj
 	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return // the indexer refused it too: it is not in any set
+	if _, m, ok := podMetadata(obj); ok {
+		ix.mu.Lock()
+		defer ix.mu.Unlock()
+		if held, ok := ix.namespaces.remove(m.GetNamespace(), m.GetName()); ok {
+			_, m, _ := podMetadata(held)
+			ix.count(m, -1) // the labels counted: the object held, not the watch's last state of it
+		}
+	}
+}
+
+// update is the informer's update handler: the new object takes the old one's place (a namespace's list holds the
+// informer's objects), and the counts follow its labels.
+func (ix *PodIndex) update(oldObj, newObj any) {
+	_, o, ok1 := podMetadata(oldObj)
+	obj, n, ok2 := podMetadata(newObj)
+	if !ok1 || !ok2 {
+		return
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	if o.GetNamespace() != n.GetNamespace() || o.GetName() != n.GetName() { // never: they make the informer's key
+		ix.namespaces.remove(o.GetNamespace(), o.GetName())
+	}
+	ix.namespaces.put(n.GetNamespace(), n.GetName(), obj)
+	if !maps.Equal(o.GetLabels(), n.GetLabels()) { // most updates: the counts stay
+		ix.count(o, -1)
+		ix.count(n, 1)
+	}
+}
+
+// podMetadata returns obj as the object a namespace's list holds and its metadata; ok is false when it has none
+// (the indexer refused it too: it is in no set).
+func podMetadata(obj any) (runtime.Object, metav1.Object, bool) {
+	o, ok := obj.(runtime.Object)
+	if !ok {
+		return nil, nil, false
+	}
+	m, err := meta.Accessor(o)
+	return o, m, err == nil
+}
+
+// count adds d to the counts of m's labels; ix.mu is held.
+func (ix *PodIndex) count(m metav1.Object, d int) {
 	ix.total += d
-	ix.add(ix.namespaceHash(m.GetNamespace()), d)
 	for k, v := range m.GetLabels() {
 		ix.add(ix.setHash(m.GetNamespace(), k, v), d)
 	}
@@ -144,7 +182,7 @@ func (ix *PodIndex) add(set uint64, d int) {
 // narrowing returns the namespaces a selection of namespace reads the sets of (every namespace the informer holds,
 // for ""), and sel's requirements; ok is false when the index cannot narrow sel.
 func (ix *PodIndex) narrowing(namespace string, sel labels.Selector) (namespaces []string, reqs labels.Requirements, ok bool) {
-	if sel == nil || (namespace == metav1.NamespaceAll && !ix.byNamespace) {
+	if sel == nil {
 		return nil, nil, false
 	}
 	if reqs, ok = sel.Requirements(); !ok {
@@ -153,9 +191,9 @@ func (ix *PodIndex) narrowing(namespace string, sel labels.Selector) (namespaces
 	if namespace != metav1.NamespaceAll {
 		return []string{namespace}, reqs, true
 	}
-	// The indexer's namespaces, not the counts': a pod's first event reaches the counts after the indexer, and the
-	// sets are read whatever the counts say.
-	return ix.indexer.ListIndexFuncValues(cache.NamespaceIndex), reqs, true
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return slices.Collect(maps.Keys(ix.namespaces)), reqs, true
 }
 
 // smallest returns which of reqs has the smallest indexed sets in namespaces (-1 when none is an equality or `in`
@@ -233,7 +271,7 @@ func (ix *PodIndex) upTo(namespace string, sel labels.Selector) (n int, known bo
 	defer ix.mu.RUnlock()
 	bound := ix.total
 	if namespace != metav1.NamespaceAll {
-		bound = ix.counts[ix.namespaceHash(namespace)]
+		bound = ix.namespaces.size(namespace)
 	}
 	if best < 0 || bound < n {
 		n = bound

@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -18,9 +19,9 @@ type fakePodInformer struct {
 	synced  bool
 }
 
+// newFakePodInformer is a pod informer without a namespace index, as cmd's.
 func newFakePodInformer() *fakePodInformer {
-	return &fakePodInformer{indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc,
-		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}), synced: true}
+	return &fakePodInformer{indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}), synced: true}
 }
 
 func (f *fakePodInformer) AddIndexers(i cache.Indexers) error { return f.indexer.AddIndexers(i) }
@@ -34,16 +35,16 @@ type fakeRegistration struct{ f *fakePodInformer }
 
 func (r fakeRegistration) HasSynced() bool                     { return r.f.synced }
 func (r fakeRegistration) HasSyncedChecker() cache.DoneChecker { return nil }
-func (f *fakePodInformer) add(p *metav1.PartialObjectMetadata) {
+func (f *fakePodInformer) add(p runtime.Object) {
 	_ = f.indexer.Add(p)
 	f.handler.OnAdd(p, false)
 }
-func (f *fakePodInformer) delete(p *metav1.PartialObjectMetadata) {
+func (f *fakePodInformer) delete(p runtime.Object) {
 	old, _, _ := f.indexer.Get(p)
 	_ = f.indexer.Delete(p)
 	f.handler.OnDelete(old)
 }
-func (f *fakePodInformer) update(p *metav1.PartialObjectMetadata) {
+func (f *fakePodInformer) update(p runtime.Object) {
 	old, _, _ := f.indexer.Get(p)
 	_ = f.indexer.Update(p)
 	f.handler.OnUpdate(old, p)
@@ -213,31 +214,5 @@ func TestPodIndexCountsKeepNoText(t *testing.T) {
 	}
 	if n, _ := ix.upTo("ns-a", labels.SelectorFromSet(labels.Set{"app": "app-7"})); n != 15 {
 		t.Errorf("app=app-7: at most %d, want 15", n)
-	}
-}
-
-// TestPodIndexWithoutNamespaceIndexWalksEveryNamespace: an informer that does not index its pods by namespace
-// cannot name the namespaces a selection of all of them reads, so such a selection walks, and selects as the walk.
-func TestPodIndexWithoutNamespaceIndexWalksEveryNamespace(t *testing.T) {
-	inf := &fakePodInformer{indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}), synced: true}
-	ix, err := NewPodIndex(inf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, ns := range []string{"ns-a", "ns-b", "ns-a"} {
-		inf.add(podMeta(ns, fmt.Sprintf("p%d", i), map[string]string{"app": "web"}))
-	}
-	sel := labels.SelectorFromSet(labels.Set{"app": "web"})
-	if _, narrowed, _ := ix.selectIn(metav1.NamespaceAll, sel); narrowed {
-		t.Error("read every namespace from the index without knowing the namespaces")
-	}
-	if got := keysOf(t, podKind{pods: ix}, metav1.NamespaceAll, sel); len(got) != 3 {
-		t.Errorf("selected %v, want the 3 pods", got)
-	}
-	if n, _ := ix.upTo(metav1.NamespaceAll, sel); n != 3 {
-		t.Errorf("at most %d, want every pod (3)", n)
-	}
-	if got := keysOf(t, podKind{pods: ix}, "ns-a", sel); len(got) != 2 {
-		t.Errorf("ns-a: selected %v, want 2 pods", got)
 	}
 }

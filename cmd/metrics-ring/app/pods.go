@@ -2,11 +2,13 @@ package app
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -17,11 +19,14 @@ import (
 
 // runningPods is the informer of Running pods, and of them only metadata and spec.nodeName (trimmed as they arrive,
 // into runningPod): a large cluster's pod specs would dominate memory. The node name says whose samples count. The
-// API lists them through their label index.
+// API lists them through their label index and its own lists of each namespace's pods, so the informer has no
+// namespace index (the one a factory's informer has): its hash sets of pod keys grow once as pods turn over.
 func runningPods(client kubernetes.Interface) (informers.SharedInformerFactory, cache.SharedIndexInformer, *api.PodIndex, error) {
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(
-		func(lo *metav1.ListOptions) { lo.FieldSelector = "status.phase=Running" }))
-	informer := factory.Core().V1().Pods().Informer()
+	running := func(lo *metav1.ListOptions) { lo.FieldSelector = "status.phase=Running" }
+	factory := informers.NewSharedInformerFactory(client, 0)
+	informer := factory.InformerFor(&corev1.Pod{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return coreinformers.NewFilteredPodInformer(c, metav1.NamespaceAll, resync, cache.Indexers{}, running)
+	})
 	if err := informer.SetTransform((&podTrimmer{}).trim); err != nil {
 		return nil, nil, nil, fmt.Errorf("pod informer: %w", err)
 	}

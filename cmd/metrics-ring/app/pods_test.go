@@ -8,23 +8,28 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/metrics-ring/metrics-ring/pkg/api"
 )
 
-// TestRunningPodsIndexedByLabel: the pod informer as Wire builds it indexes its trimmed pods by namespace and label,
-// and a relabeled pod moves between the index's sets.
+// TestRunningPodsIndexedByLabel: the pod informer as Wire builds it indexes its trimmed pods by label, and a
+// relabeled pod moves between the index's sets; the API lists a namespace's pods from the index's own lists, the
+// informer having no namespace index, and a deleted pod leaves them.
 func TestRunningPodsIndexedByLabel(t *testing.T) {
 	pod := func(name, app string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{"app": app}},
 			Spec: corev1.PodSpec{NodeName: "node-1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 	}
 	client := fake.NewClientset(pod("p1", "web"), pod("p2", "web"), pod("p3", "db"))
-	factory, informer, _, err := runningPods(client)
+	factory, informer, index, err := runningPods(client)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, ok := informer.GetIndexer().GetIndexers()[cache.NamespaceIndex]; ok {
+		t.Error("the pod informer keeps a namespace index: its sets of pod keys grow as pods turn over")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -34,15 +39,7 @@ func TestRunningPodsIndexedByLabel(t *testing.T) {
 	}
 	names := func(value string) []string {
 		objs, err := informer.GetIndexer().ByIndex(api.PodLabelIndex, value)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, o := range objs {
-			out = append(out, o.(*runningPod).name)
-		}
-		slices.Sort(out)
-		return out
+		return podNames(t, objs, err)
 	}
 	if got := names("ns/app=web"); !slices.Equal(got, []string{"p1", "p2"}) {
 		t.Errorf("ns/app=web: %v, want [p1 p2]", got)
@@ -56,4 +53,34 @@ func TestRunningPodsIndexedByLabel(t *testing.T) {
 	if got := names("ns/app=db"); !slices.Equal(got, []string{"p2", "p3"}) {
 		t.Errorf("ns/app=db after p2 was relabeled: %v, want [p2 p3]", got)
 	}
+	listed := func() []string {
+		objs, err := index.ByNamespace("ns").List(labels.Everything())
+		return podNames(t, objs, err)
+	}
+	if got := listed(); !slices.Equal(got, []string{"p1", "p2", "p3"}) {
+		t.Errorf("namespace ns lists %v, want [p1 p2 p3]", got)
+	}
+	if err := client.CoreV1().Pods("ns").Delete(ctx, "p1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 200 && len(listed()) != 2; i++ { // bounded: the informer's watch delivers it
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := listed(); !slices.Equal(got, []string{"p2", "p3"}) {
+		t.Errorf("namespace ns after p1 was deleted lists %v, want [p2 p3]", got)
+	}
+}
+
+// podNames returns the sorted names of the trimmed pods objs.
+func podNames[O any](t *testing.T, objs []O, err error) []string {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, o := range objs {
+		out = append(out, any(o).(*runningPod).name)
+	}
+	slices.Sort(out)
+	return out
 }
