@@ -141,7 +141,7 @@ func BenchmarkListPodsRepeated(b *testing.B) {
 // readerCacheBytes (0: the default), and the JSON encoder kubectl's lists get.
 func storedPods30k(readerCacheBytes int64) (*podREST, runtime.Encoder) {
 	inf := newFakePodInformer()
-	ix, err := NewPodIndex(inf)
+	ix, err := NewPodIndex(inf, nil)
 	if err != nil {
 		panic(err)
 	}

@@ -47,7 +47,7 @@ func podIndexTurnover(b *testing.B, pods []*metav1.PartialObjectMetadata) {
 		}
 		heap0 := heapInUse()
 		inf := newFakePodInformer()
-		if _, err := NewPodIndex(inf); err != nil {
+		if _, err := NewPodIndex(inf, nil); err != nil {
 			b.Fatal(err)
 		}
 		for _, p := range live {

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/tools/cache"
@@ -23,10 +22,12 @@ const PodLabelIndex = "namespace/label"
 // PodIndex lists a namespace's pods by label, so that a selection with an equality or `in` requirement reads only
 // the pods of its smallest matching set instead of walking the namespace (DESIGN.md section 3: a build costs what
 // it selects). It keeps how many pods each set holds, counted from the informer's events, so it knows which set is
-// smallest, and how large a selection is at most, before listing; and each namespace's pods, sorted by name
-// (namespacePods), for a namespace's lists. It is a PodLister itself: cmd serves it as Deps.Pods.
+// smallest, and how large a selection is at most, before listing; and each namespace's pods (namespacePods), for a
+// namespace's lists. It is a PodLister itself: cmd serves it as Deps.Pods. Its lists change before the next
+// handler hears of a pod (NewPodIndex): storage never counts a deletion the lists still hold.
 //
-// A selection of every namespace (`kubectl top pods -A -l app=web`) reads the set of each namespace that holds pods, which costs a lookup a namespace where walking cost a match a pod; a cluster-wide index would cost memory
+// A selection of every namespace (`kubectl top pods -A -l app=web`) reads the set of each namespace that holds
+// pods, which costs a lookup a namespace where walking cost a match a pod; a cluster-wide index would cost memory
 // for every pod. Selections with only !=, notin, exists or !exists requirements still walk (the namespace, or every
 // pod): a negative requirement narrows nothing.
 type PodIndex struct {
@@ -34,11 +35,11 @@ type PodIndex struct {
 	indexer cache.Indexer
 	synced  cache.InformerSynced
 
-	mu         sync.RWMutex
-	namespaces namespacePods // each namespace's pods
-	seed       maphash.Seed
-	counts     map[uint64]int // pods by the hash of an index value (setHash)
-	total      int
+	mu          sync.RWMutex
+	byNamespace namespacePods // each namespace's pods by name
+	seed        maphash.Seed
+	counts      map[uint64]int // pods by the hash of an index value (setHash)
+	total       int
 }
 
 // podInformer is what NewPodIndex needs of the pod informer (a cache.SharedIndexInformer).
@@ -51,30 +52,31 @@ type podInformer interface {
 // podsResource names the pods a namespace's lister does not find.
 var podsResource = schema.GroupResource{Resource: "pods"}
 
-// NewPodIndex adds the label index, its counts and the namespaces' lists to the pod informer, before it starts. The
+// NewPodIndex adds the label index, its counts and the namespaces' lists to the pod informer, before it starts;
+// next, if not nil, hears of each event once PodIndex has taken it in: one handler, so that what next makes of an
+// event (storage counting a pod's removal, whose builds then list the namespace) never runs ahead of the lists. The
 // informer needs no namespace index (cache.NamespaceIndex): PodIndex lists namespaces from its own.
-func NewPodIndex(informer podInformer) (*PodIndex, error) {
+func NewPodIndex(informer podInformer, next cache.ResourceEventHandler) (*PodIndex, error) {
 	if err := informer.AddIndexers(cache.Indexers{PodLabelIndex: podLabelValues}); err != nil {
 		return nil, fmt.Errorf("adding the pod label index: %w", err)
 	}
 	ix := &PodIndex{
 		GenericLister: cache.NewGenericLister(informer.GetIndexer(), podsResource),
 		indexer:       informer.GetIndexer(),
-		namespaces:    namespacePods{},
+		byNamespace:   namespacePods{},
 		seed:          maphash.MakeSeed(),
 		counts:        map[uint64]int{},
 	}
-	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    ix.added,
-		UpdateFunc: ix.update,
-		DeleteFunc: ix.deleted,
-	})
+	reg, err := informer.AddEventHandler(podEvents{ix: ix, next: next})
 	if err != nil {
-		return nil, fmt.Errorf("counting the pod label index: %w", err)
+		return nil, fmt.Errorf("handling the pod informer's events: %w", err)
 	}
 	ix.synced = reg.HasSynced
 	return ix, nil
 }
+
+// HasSynced reports whether PodIndex, and the handler after it, have taken in the informer's initial list.
+func (ix *PodIndex) HasSynced() bool { return ix.synced() }
 
 // podLabelValues is the index function of PodLabelIndex.
 func podLabelValues(obj any) ([]string, error) {
@@ -106,81 +108,8 @@ func (ix *PodIndex) setHash(namespace, key, value string) uint64 {
 	return h.Sum64()
 }
 
-// added is the informer's add handler: obj joins its namespace's list and the counts.
-func (ix *PodIndex) added(obj any) {
-	if o, m, ok := podMetadata(obj); ok {
-		ix.mu.Lock()
-		defer ix.mu.Unlock()
-		ix.namespaces.put(m.GetNamespace(), m.GetName(), o)
-		ix.count(m, 1)
-	}
-}
-
-// deleted is the informer's delete handler: obj, or a tombstone's, leaves its namespace's list and the counts. The
-// object deleted is the watch's last state of the pod, not the one the informer held: pods are found by name.
-func (ix *PodIndex) deleted(obj any) {
-	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tombstone.Obj
-	}
-	if _, m, ok := podMetadata(obj); ok {
-		ix.mu.Lock()
-		defer ix.mu.Unlock()
-		if held, ok := ix.namespaces.remove(m.GetNamespace(), m.GetName()); ok {
-			_, m, _ := podMetadata(held)
-			ix.count(m, -1) // the labels counted: the object held, not the watch's last state of it
-		}
-	}
-}
-
-// update is the informer's update handler: the new object takes the old one's place (a namespace's list holds the
-// informer's objects), and the counts follow its labels.
-func (ix *PodIndex) update(oldObj, newObj any) {
-	_, o, ok1 := podMetadata(oldObj)
-	obj, n, ok2 := podMetadata(newObj)
-	if !ok1 || !ok2 {
-		return
-	}
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if o.GetNamespace() != n.GetNamespace() || o.GetName() != n.GetName() { // never: they make the informer's key
-		ix.namespaces.remove(o.GetNamespace(), o.GetName())
-	}
-	ix.namespaces.put(n.GetNamespace(), n.GetName(), obj)
-	if !maps.Equal(o.GetLabels(), n.GetLabels()) { // most updates: the counts stay
-		ix.count(o, -1)
-		ix.count(n, 1)
-	}
-}
-
-// podMetadata returns obj as the object a namespace's list holds and its metadata; ok is false when it has none
-// (the indexer refused it too: it is in no set).
-func podMetadata(obj any) (runtime.Object, metav1.Object, bool) {
-	o, ok := obj.(runtime.Object)
-	if !ok {
-		return nil, nil, false
-	}
-	m, err := meta.Accessor(o)
-	return o, m, err == nil
-}
-
-// count adds d to the counts of m's labels; ix.mu is held.
-func (ix *PodIndex) count(m metav1.Object, d int) {
-	ix.total += d
-	for k, v := range m.GetLabels() {
-		ix.add(ix.setHash(m.GetNamespace(), k, v), d)
-	}
-}
-
-func (ix *PodIndex) add(set uint64, d int) {
-	if n := ix.counts[set] + d; n > 0 {
-		ix.counts[set] = n
-	} else {
-		delete(ix.counts, set)
-	}
-}
-
-// narrowing returns the namespaces a selection of namespace reads the sets of (every namespace the informer holds,
-// for ""), and sel's requirements; ok is false when the index cannot narrow sel.
+// narrowing returns the namespaces a selection of namespace reads the sets of (every namespace PodIndex lists pods
+// of, for ""), and sel's requirements; ok is false when the index cannot narrow sel.
 func (ix *PodIndex) narrowing(namespace string, sel labels.Selector) (namespaces []string, reqs labels.Requirements, ok bool) {
 	if sel == nil {
 		return nil, nil, false
@@ -193,7 +122,7 @@ func (ix *PodIndex) narrowing(namespace string, sel labels.Selector) (namespaces
 	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	return slices.Collect(maps.Keys(ix.namespaces)), reqs, true
+	return slices.Collect(maps.Keys(ix.byNamespace)), reqs, true
 }
 
 // smallest returns which of reqs has the smallest indexed sets in namespaces (-1 when none is an equality or `in`
@@ -271,7 +200,7 @@ func (ix *PodIndex) upTo(namespace string, sel labels.Selector) (n int, known bo
 	defer ix.mu.RUnlock()
 	bound := ix.total
 	if namespace != metav1.NamespaceAll {
-		bound = ix.namespaces.size(namespace)
+		bound = ix.byNamespace.size(namespace)
 	}
 	if best < 0 || bound < n {
 		n = bound

@@ -84,7 +84,7 @@ func BenchmarkHPASelection(b *testing.B) {
 // and its counts keep beyond the store.
 func labelIndexKeeps(b *testing.B, pods []*metav1.PartialObjectMetadata) (cache.Indexer, *PodIndex, int64) {
 	heap0 := heapInUse()
-	plain := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	plain := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}) // as the server's: no namespace index
 	for _, p := range pods {
 		_ = plain.Add(p)
 	}
@@ -96,7 +96,7 @@ func labelIndexKeeps(b *testing.B, pods []*metav1.PartialObjectMetadata) (cache.
 // indexedInformer is a pod informer of pods with the label index.
 func indexedInformer(b *testing.B, pods []*metav1.PartialObjectMetadata) *PodIndex {
 	inf := newFakePodInformer()
-	ix, err := NewPodIndex(inf)
+	ix, err := NewPodIndex(inf, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func (f *fakePodInformer) update(p runtime.Object) {
 func newIndexedPods(t testing.TB, n int, labelsOf func(i int) map[string]string) (*fakePodInformer, *PodIndex) {
 	t.Helper()
 	inf := newFakePodInformer()
-	ix, err := NewPodIndex(inf)
+	ix, err := NewPodIndex(inf, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package api
 
 import (
 	"slices"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -12,57 +11,42 @@ import (
 )
 
 // namespacePods holds each namespace's pods, for a namespace's lists and for the namespaces a selection of all of
-// them reads. The informer's namespace index (cache.NamespaceIndex) would hold them too, as a hash set of pod keys
-// a namespace; but a Go map whose keys turn over (pods replaced under new names) fills its tables with deleted
-// slots until it grows, and never shrinks: those sets grew by 41 B a pod over two turnovers of 30,000 pods, once
-// (BenchmarkPodIndexTurnover). A slice sorted by name holds what it lists: no slot is left behind, a pod is found
-// by a binary search, and adding or removing one moves the pods after it. Guarded by PodIndex.mu.
-type namespacePods map[string][]namedPod
-
-// namedPod is a pod the informer holds, by its name.
-type namedPod struct {
-	name string
-	obj  runtime.Object
-}
+// them reads. The informer's namespace index (cache.NamespaceIndex) would hold them too, as a Go map of pod keys a
+// namespace; but a Go map whose keys turn over (pods replaced under new names) fills its tables with deleted slots
+// until they split, and never shrinks: those sets grew by 37 B a pod over two turnovers of 30,000 pods, once
+// (BenchmarkPodInformerTurnover). A podTable's size follows how many pods it holds. Guarded by PodIndex.mu.
+type namespacePods map[string]*podTable
 
 // put adds or replaces namespace's pod name.
 func (np namespacePods) put(namespace, name string, obj runtime.Object) {
-	pods := np[namespace]
-	i, found := slices.BinarySearchFunc(pods, name, byName)
-	if found {
-		pods[i].obj = obj
-		return
+	t := np[namespace]
+	if t == nil {
+		t = newPodTable()
+		np[namespace] = t
 	}
-	np[namespace] = slices.Insert(pods, i, namedPod{name: name, obj: obj})
+	t.put(name, obj)
 }
 
 // remove takes namespace's pod name out, and returns the object it held, if any.
 func (np namespacePods) remove(namespace, name string) (runtime.Object, bool) {
-	pods := np[namespace]
-	i, found := slices.BinarySearchFunc(pods, name, byName)
-	if !found {
+	t := np[namespace]
+	if t == nil {
 		return nil, false
 	}
-	held := pods[i].obj
-	pods = slices.Delete(pods, i, i+1)
-	switch {
-	case len(pods) == 0:
+	held, ok := t.remove(name)
+	if t.n == 0 {
 		delete(np, namespace)
-	case cap(pods) > minClipped && len(pods) < cap(pods)/4: // the namespace shrank: give back its peak's room
-		np[namespace] = slices.Clip(slices.Clone(pods))
-	default:
-		np[namespace] = pods
 	}
-	return held, true
+	return held, ok
 }
 
-// minClipped is the least room a namespace's slice gives back.
-const minClipped = 64
-
-func byName(p namedPod, name string) int { return strings.Compare(p.name, name) }
-
 // size is how many pods namespace holds.
-func (np namespacePods) size(namespace string) int { return len(np[namespace]) }
+func (np namespacePods) size(namespace string) int {
+	if t := np[namespace]; t != nil {
+		return t.n
+	}
+	return 0
+}
 
 // namespaceLister lists one namespace's pods from PodIndex's own lists, and gets them from the informer's store.
 type namespaceLister struct {
@@ -75,19 +59,21 @@ func (ix *PodIndex) ByNamespace(namespace string) cache.GenericNamespaceLister {
 	return namespaceLister{ix: ix, namespace: namespace}
 }
 
+// List copies the namespace's pods under the lock and matches them outside it.
 func (l namespaceLister) List(sel labels.Selector) ([]runtime.Object, error) {
 	l.ix.mu.RLock()
-	defer l.ix.mu.RUnlock()
-	pods := l.ix.namespaces[l.namespace]
-	out := make([]runtime.Object, 0, len(pods))
-	for _, p := range pods {
-		if sel == nil || sel.Empty() {
-			out = append(out, p.obj)
-		} else if m, err := meta.Accessor(p.obj); err == nil && sel.Matches(labels.Set(m.GetLabels())) {
-			out = append(out, p.obj)
-		}
+	var pods []runtime.Object
+	if t := l.ix.byNamespace[l.namespace]; t != nil {
+		pods = t.objects()
 	}
-	return out, nil
+	l.ix.mu.RUnlock()
+	if sel == nil || sel.Empty() {
+		return pods, nil
+	}
+	return slices.DeleteFunc(pods, func(obj runtime.Object) bool {
+		m, err := meta.Accessor(obj)
+		return err != nil || !sel.Matches(labels.Set(m.GetLabels()))
+	}), nil
 }
 
 func (l namespaceLister) Get(name string) (runtime.Object, error) {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,7 +20,7 @@ import (
 // the sets of exactly the namespaces that hold pods. Enough pods are deleted that the sets are rebuilt.
 func TestPodIndexListsNamespaces(t *testing.T) {
 	inf := newFakePodInformer()
-	ix, err := NewPodIndex(inf)
+	ix, err := NewPodIndex(inf, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,9 +36,13 @@ func TestPodIndexListsNamespaces(t *testing.T) {
 		case rng.IntN(3) == 0:
 			_ = inf.indexer.Update(obj)
 			inf.handler.OnUpdate(old, obj)
-		case rng.IntN(2) == 0:
+		case rng.IntN(2) == 0: // a relist's tombstone, with the object held or, when the store could not say, none
 			_ = inf.indexer.Delete(old)
-			inf.handler.OnDelete(cache.DeletedFinalStateUnknown{Key: ns + "/" + name, Obj: old})
+			tombstone := cache.DeletedFinalStateUnknown{Key: ns + "/" + name, Obj: old}
+			if rng.IntN(2) == 0 {
+				tombstone.Obj = nil
+			}
+			inf.handler.OnDelete(tombstone)
 		default: // the watch's last state: another object, whose labels may have changed since
 			_ = inf.indexer.Delete(old)
 			inf.handler.OnDelete(obj)
@@ -107,35 +110,100 @@ func checkNamespaceLists(t *testing.T, inf *fakePodInformer, ix *PodIndex, step 
 	}
 }
 
-// TestNamespaceListSortedAndShrinks: a namespace's list stays sorted by name whatever the order pods come and go
-// in, gives back the room of its peak once it holds a quarter of it, and is dropped once empty.
-func TestNamespaceListSortedAndShrinks(t *testing.T) {
-	np := namespacePods{}
-	rng := rand.New(rand.NewPCG(1, 1))
-	names := rng.Perm(1000)
-	for _, i := range names {
-		np.put("ns", fmt.Sprint(i), podMeta("ns", fmt.Sprint(i), nil))
-	}
-	np.put("ns", "7", podMeta("ns", "7", map[string]string{"app": "new"})) // an update: replaced where it is
-	if !slices.IsSortedFunc(np["ns"], func(a, b namedPod) int { return strings.Compare(a.name, b.name) }) || len(np["ns"]) != 1000 {
-		t.Fatalf("%d pods, sorted %v", len(np["ns"]), slices.IsSortedFunc(np["ns"], func(a, b namedPod) int { return strings.Compare(a.name, b.name) }))
-	}
-	peak := cap(np["ns"])
-	for _, i := range names[:900] {
-		if obj, ok := np.remove("ns", fmt.Sprint(i)); !ok || obj.(*metav1.PartialObjectMetadata).Name != fmt.Sprint(i) {
-			t.Fatalf("removing pod %d: %v, %v", i, obj, ok)
+// TestPodTableAsAMap: whatever pods come and go, a table holds exactly what a map would, finds each, and lists each
+// once; held at a constant number of pods while they turn over ten times, its length never changes (a table that
+// left deleted slots would grow); emptied, it shrinks back.
+func TestPodTableAsAMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	tb, want := newPodTable(), map[string]runtime.Object{}
+	check := func(when string) {
+		t.Helper()
+		if tb.n != len(want) {
+			t.Fatalf("%s: holds %d, want %d", when, tb.n, len(want))
+		}
+		for name, obj := range want {
+			if i, ok := tb.find(name); !ok || tb.slots[i].obj != obj {
+				t.Fatalf("%s: %s not found", when, name)
+			}
+		}
+		if got := tb.objects(); len(got) != len(want) {
+			t.Fatalf("%s: lists %d, want %d", when, len(got), len(want))
 		}
 	}
-	if c := cap(np["ns"]); len(np["ns"]) != 100 || c >= peak/2 {
-		t.Errorf("after 900 of 1,000 removed: %d listed in room for %d, the peak's room %d", len(np["ns"]), c, peak)
+	next := 0
+	add := func() {
+		name := fmt.Sprintf("pod-%d", next)
+		next++
+		want[name] = podMeta("ns", name, nil)
+		tb.put(name, want[name])
 	}
-	if _, ok := np.remove("ns", "gone"); ok {
+	drop := func() {
+		for name := range want { // a random one: map order
+			if obj, ok := tb.remove(name); !ok || obj != want[name] {
+				t.Fatalf("removing %s: %v, %v", name, obj, ok)
+			}
+			delete(want, name)
+			return
+		}
+	}
+	for range 3000 {
+		add()
+	}
+	check("after 3,000 added")
+	slots := len(tb.slots)
+	for i := range 30000 { // ten turnovers, at 3,000 pods
+		drop()
+		add()
+		if i%5000 == 0 {
+			check(fmt.Sprintf("after %d replaced", i))
+		}
+		if len(tb.slots) != slots {
+			t.Fatalf("after %d replaced: %d slots, %d at the start", i, len(tb.slots), slots)
+		}
+	}
+	for range 2000 { // random replacements of a name already held keep one entry
+		name := fmt.Sprintf("pod-%d", next-1-rng.IntN(3000))
+		if _, ok := want[name]; ok {
+			want[name] = podMeta("ns", name, map[string]string{"app": "new"})
+			tb.put(name, want[name])
+		}
+	}
+	check("after updates")
+	if _, ok := tb.remove("never"); ok {
 		t.Error("removed a pod never added")
 	}
-	for _, i := range names[900:] {
-		np.remove("ns", fmt.Sprint(i))
+	for len(want) > 0 {
+		drop()
 	}
-	if _, ok := np["ns"]; ok {
-		t.Error("an empty namespace's list kept")
+	check("emptied")
+	if len(tb.slots) != minTableSlots {
+		t.Errorf("emptied: %d slots, want %d", len(tb.slots), minTableSlots)
+	}
+}
+
+// TestPodIndexBeforeNextHandler (a review's finding): storage hears of a pod's deletion from the handler after
+// PodIndex, and a build that counts the removal lists the namespace after it; were the namespace's list to change
+// later than storage's count, the build would list a pod deleted and not know it stale. So the next handler finds
+// each change in the lists already, and in the readiness it waits for.
+func TestPodIndexBeforeNextHandler(t *testing.T) {
+	inf := newFakePodInformer()
+	var ix *PodIndex
+	listed := func(name string) bool {
+		objs, _ := ix.ByNamespace("ns").List(labels.Everything())
+		return slices.ContainsFunc(objs, func(o runtime.Object) bool { return o.(*metav1.PartialObjectMetadata).Name == name })
+	}
+	var seen []string
+	next := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { seen = append(seen, fmt.Sprint("add listed=", listed("p"))) },
+		DeleteFunc: func(obj any) { seen = append(seen, fmt.Sprint("delete listed=", listed("p"))) },
+	}
+	ix, err := NewPodIndex(inf, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf.add(podMeta("ns", "p", nil))
+	inf.delete(podMeta("ns", "p", nil))
+	if want := []string{"add listed=true", "delete listed=false"}; !slices.Equal(seen, want) {
+		t.Errorf("the next handler saw %v, want %v", seen, want)
 	}
 }

@@ -22,8 +22,8 @@ import (
 // turnoverPods is the soak's cluster (1,000 nodes x 30 pods, 10 namespaces, three apps, workloads of 15 pods).
 const turnoverPods = 30000
 
-// podFeed is the pod informer Wire builds (runningPods: the trimmer, the namespace and label indexes, the label
-// index's counts) fed by a watch of its own: no API server, and no fake clientset's tracker, whose maps would churn
+// podFeed is the pod informer Wire builds (runningPods: the trimmer, the label index, PodIndex's counts and
+// namespace lists) fed by a watch of its own: no API server, and no fake clientset's tracker, whose maps would churn
 // with the informer's. Storage's bindings are left out: without collection cycles, what storage keeps of pods
 // replaced waits for a commit (its own benchmarks churn it with cycles).
 type podFeed struct {
@@ -50,7 +50,7 @@ func newPodFeed(b *testing.B) *podFeed {
 		return true, listed, nil
 	})
 	client.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) { return true, f.watcher, nil })
-	factory, informer, _, err := runningPods(client)
+	factory, informer, _, err := runningPods(client, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -123,8 +123,8 @@ func liveHeap() float64 {
 // random place, under a new name, as the soak's churn does: some places twice, some not at all) and reports what
 // the cache holds afterwards beyond what it held with its first pods, per pod: -benchtime=1x, 2x, 3x ... give the
 // growth after that many turnovers. The number of pods never changes, so what grows is kept room: Go's maps (the
-// informer's store and its namespace and label indexes) grow when deletions leave them full of tombstones
-// (golang/go#70886), and stop once they have room for the churn. ns/op is the wall time of an iteration's 60,000
+// informer's store and its label index; its namespace index, before PodIndex listed namespaces itself) grow when
+// deletions leave them full of tombstones (golang/go#70886), and stop once they have room for the churn. ns/op is the wall time of an iteration's 60,000
 // events, made and handled; -benchtime=Nx sets the turnovers.
 func BenchmarkPodInformerTurnover(b *testing.B) {
 	f := newPodFeed(b)

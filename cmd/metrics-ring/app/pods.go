@@ -5,7 +5,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -20,8 +19,9 @@ import (
 // runningPods is the informer of Running pods, and of them only metadata and spec.nodeName (trimmed as they arrive,
 // into runningPod): a large cluster's pod specs would dominate memory. The node name says whose samples count. The
 // API lists them through their label index and its own lists of each namespace's pods, so the informer has no
-// namespace index (the one a factory's informer has): its hash sets of pod keys grow once as pods turn over.
-func runningPods(client kubernetes.Interface) (informers.SharedInformerFactory, cache.SharedIndexInformer, *api.PodIndex, error) {
+// namespace index (the one a factory's informer has): its hash sets of pod keys grow once as pods turn over. bindings
+// hears of each pod after the API's index has (api.NewPodIndex).
+func runningPods(client kubernetes.Interface, bindings cache.ResourceEventHandler) (informers.SharedInformerFactory, cache.SharedIndexInformer, *api.PodIndex, error) {
 	running := func(lo *metav1.ListOptions) { lo.FieldSelector = "status.phase=Running" }
 	factory := informers.NewSharedInformerFactory(client, 0)
 	informer := factory.InformerFor(&corev1.Pod{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
@@ -30,7 +30,7 @@ func runningPods(client kubernetes.Interface) (informers.SharedInformerFactory, 
 	if err := informer.SetTransform((&podTrimmer{}).trim); err != nil {
 		return nil, nil, nil, fmt.Errorf("pod informer: %w", err)
 	}
-	index, err := api.NewPodIndex(informer)
+	index, err := api.NewPodIndex(informer, bindings)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("pod informer: %w", err)
 	}
@@ -61,15 +61,12 @@ func podBindings(store *storage.Storage) cache.ResourceEventHandler {
 
 // podDeleted drops a deleted (or no longer Running) pod's series from storage: the pod informer's delete handler.
 func podDeleted(store *storage.Storage, obj any) {
-	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tombstone.Obj
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		klog.ErrorS(err, "Pod informer delivered a deletion of an unexpected type", "type", fmt.Sprintf("%T", obj))
+	namespace, name, ok := api.DeletedPod(obj)
+	if !ok {
+		klog.ErrorS(nil, "Pod informer delivered a deletion of an unexpected type", "type", fmt.Sprintf("%T", obj))
 		return
 	}
-	store.PodDeleted(m.GetNamespace(), m.GetName())
+	store.PodDeleted(namespace, name)
 }
 
 // nodeDeleted drops a deleted node's series from storage: the node informer's delete handler.

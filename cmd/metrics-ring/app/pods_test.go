@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/metrics-ring/metrics-ring/pkg/api"
+	"github.com/metrics-ring/metrics-ring/pkg/storage"
 )
 
 // TestRunningPodsIndexedByLabel: the pod informer as Wire builds it indexes its trimmed pods by label, and a
@@ -24,7 +25,7 @@ func TestRunningPodsIndexedByLabel(t *testing.T) {
 			Spec: corev1.PodSpec{NodeName: "node-1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 	}
 	client := fake.NewClientset(pod("p1", "web"), pod("p2", "web"), pod("p3", "db"))
-	factory, informer, index, err := runningPods(client)
+	factory, informer, index, err := runningPods(client, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,4 +84,51 @@ func podNames[O any](t *testing.T, objs []O, err error) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestPodDeletedByTombstoneKey (a review's finding): a relist's tombstone holds no object when the informer's store
+// could not say what it held; the pod's series are dropped by the tombstone's key, where they were kept, with an
+// error logged, until they went stale.
+func TestPodDeletedByTombstoneKey(t *testing.T) {
+	for _, obj := range []any{
+		cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: nil},
+		cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: &runningPod{namespace: "ns", name: "p"}},
+		&runningPod{namespace: "ns", name: "p"},
+	} {
+		store := servedPods(t, "p", "q")
+		podDeleted(store, obj)
+		podDeleted(store, &runningPod{namespace: "ns", name: "q"})
+		if removed, _, _ := store.RemovedAfter(0); len(removed) != 2 || removed[0].Name != "p" {
+			t.Errorf("deleted by %#v: storage removed %v, want p then q", obj, removed)
+		}
+	}
+}
+
+// servedPods is a storage that serves pods of namespace ns, each one container on node n1, from two scrapes.
+func servedPods(t *testing.T, names ...string) *storage.Storage {
+	t.Helper()
+	store := storage.New(storage.Options{})
+	start, now := time.Now().Add(-time.Hour), time.Now()
+	for _, name := range names {
+		store.PodBound("ns", name, "n1")
+	}
+	for i, ts := range []time.Time{now.Add(-15 * time.Second), now} {
+		b := &storage.Batch{Key: "n1", CPU: storage.CPUCumulative, Nodes: []storage.NodeSample{{Node: "n1",
+			Sample: storage.Sample{Timestamp: ts, StartTime: start, CPU: float64(10 + 10*i), Memory: 1 << 30}}}}
+		for _, name := range names {
+			b.Containers = append(b.Containers, storage.ContainerSample{Namespace: "ns", Pod: name, Container: "app",
+				Sample: storage.Sample{Timestamp: ts, StartTime: start, CPU: float64(1 + i), Memory: 1 << 20}})
+		}
+		cy := store.BeginCycle()
+		if rej := cy.Append(b); rej != (storage.Rejection{}) {
+			t.Fatalf("rejected %+v", rej)
+		}
+		cy.Commit(storage.Outcome{Success: true})
+	}
+	for _, name := range names {
+		if _, ok := store.Latest().Pod("ns", name); !ok {
+			t.Fatalf("pod ns/%s not served", name)
+		}
+	}
+	return store
 }

@@ -63,11 +63,6 @@ func Wire(o *Options, client kubernetes.Interface, restConfig *rest.Config) (*Wi
 	if err := nodeInformer.SetTransform(trimNode); err != nil {
 		return nil, fmt.Errorf("node informer: %w", err)
 	}
-	podFactory, podInformer, pods, err := runningPods(client)
-	if err != nil {
-		return nil, err
-	}
-
 	store := storage.New(storage.Options{
 		Source:     o.Source,
 		History:    o.History,
@@ -75,13 +70,13 @@ func Wire(o *Options, client kubernetes.Interface, restConfig *rest.Config) (*Wi
 		Window:     o.Window,
 		StaleAfter: o.StaleAfter,
 	})
-	// The collection waits for this handler to have seen every pod of the initial list, not only for the informer's
-	// cache: a handler's events are delivered after the cache is filled, and a pod not yet bound when its node is
-	// first scraped loses that sample, so that the first complete answer took a cycle more whenever the first cycle
-	// outran the handler (BENCHMARKS.md, "Figures behind the comments").
-	bindings, err := podInformer.AddEventHandler(podBindings(store))
+	// The collection waits for the bindings to have seen every pod of the initial list (pods.HasSynced), not only
+	// for the informer's cache: a handler's events are delivered after the cache is filled, and a pod not yet bound
+	// when its node is first scraped loses that sample, so that the first complete answer took a cycle more whenever
+	// the first cycle outran the handler (BENCHMARKS.md, "Figures behind the comments").
+	podFactory, podInformer, pods, err := runningPods(client, podBindings(store))
 	if err != nil {
-		return nil, fmt.Errorf("pod informer: %w", err)
+		return nil, err
 	}
 	if _, err := nodeInformer.AddEventHandler(nodeCapacities(store)); err != nil {
 		return nil, fmt.Errorf("node informer: %w", err)
@@ -103,13 +98,13 @@ func Wire(o *Options, client kubernetes.Interface, restConfig *rest.Config) (*Wi
 	if err != nil {
 		return nil, err
 	}
-	synced := []cache.InformerSynced{nodeInformer.HasSynced, podInformer.HasSynced, bindings.HasSynced}
+	synced := []cache.InformerSynced{nodeInformer.HasSynced, podInformer.HasSynced, pods.HasSynced}
 	srv, err := api.NewServer(cfg, api.Deps{
 		Snapshots:         store,
 		Nodes:             nodes.Lister(),
 		Pods:              pods,
 		NodeSelector:      requirements(so),
-		InformersSynced:   func() bool { return nodeInformer.HasSynced() && podInformer.HasSynced() },
+		InformersSynced:   func() bool { return nodeInformer.HasSynced() && podInformer.HasSynced() && pods.HasSynced() },
 		Collection:        loop,
 		MaxWatches:        o.MaxWatches,
 		MaxWatchesPerUser: o.MaxWatchesPerUser,
