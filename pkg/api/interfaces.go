@@ -41,8 +41,9 @@ type NodeLister interface {
 	Get(name string) (*corev1.Node, error)
 }
 
-// PodLister lists Running pods as metadata (any metav1.Object: *metav1.PartialObjectMetadata, cmd's runningPod); the
-// GenericLister of an informer of Running pods (cmd's) implements it.
+// PodLister lists Running pods as metadata (any metav1.Object: *metav1.PartialObjectMetadata, cmd's runningPod);
+// PodIndex implements it (cmd serves it), as does the GenericLister of an informer of Running pods that indexes them
+// by namespace (tests).
 type PodLister interface {
 	List(selector labels.Selector) ([]runtime.Object, error)
 	ByNamespace(namespace string) cache.GenericNamespaceLister

@@ -70,7 +70,7 @@ func DeletedPod(obj any) (namespace, name string, ok bool) {
 	if isTombstone {
 		obj = tombstone.Obj
 	}
-	if _, m, ok := podMetadata(obj); ok {
+	if _, m, ok := podMetadata(obj); ok && m.GetName() != "" {
 		return m.GetNamespace(), m.GetName(), true
 	}
 	if isTombstone {
@@ -105,7 +105,7 @@ func (ix *PodIndex) updated(oldObj, newObj any) {
 // (the indexer refused it too: it is in no set).
 func podMetadata(obj any) (runtime.Object, metav1.Object, bool) {
 	o, ok := obj.(runtime.Object)
-	if !ok || o == nil {
+	if !ok {
 		return nil, nil, false
 	}
 	m, err := meta.Accessor(o)

@@ -13,12 +13,15 @@ import (
 // namespacePods holds each namespace's pods, for a namespace's lists and for the namespaces a selection of all of
 // them reads. The informer's namespace index (cache.NamespaceIndex) would hold them too, as a Go map of pod keys a
 // namespace; but a Go map whose keys turn over (pods replaced under new names) fills its tables with deleted slots
-// until they split, and never shrinks: those sets grew by 37 B a pod over two turnovers of 30,000 pods, once
+// until they split, and never shrinks: those maps grew by 37 B a pod over two turnovers of 30,000 pods, once
 // (BenchmarkPodInformerTurnover). A podTable's size follows how many pods it holds. Guarded by PodIndex.mu.
 type namespacePods map[string]*podTable
 
 // put adds or replaces namespace's pod name.
 func (np namespacePods) put(namespace, name string, obj runtime.Object) {
+	if name == "" { // no pod: the informer keys pods by name
+		return
+	}
 	t := np[namespace]
 	if t == nil {
 		t = newPodTable()

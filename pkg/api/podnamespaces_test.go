@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -70,8 +71,8 @@ func checkNamespaceLists(t *testing.T, inf *fakePodInformer, ix *PodIndex, step 
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) != len(want[ns]) {
-			t.Fatalf("step %d, %s: %d pods listed, the informer holds %d", step, ns, len(got), len(want[ns]))
+		if g, w := sortedNames(got), sortedNames(want[ns]); !slices.Equal(g, w) {
+			t.Fatalf("step %d, %s: listed %v, the informer holds %v", step, ns, g, w)
 		}
 		for _, obj := range got {
 			if !slices.Contains(want[ns], obj) {
@@ -126,14 +127,15 @@ func TestPodTableAsAMap(t *testing.T) {
 				t.Fatalf("%s: %s not found", when, name)
 			}
 		}
-		if got := tb.objects(); len(got) != len(want) {
-			t.Fatalf("%s: lists %d, want %d", when, len(got), len(want))
+		wantObjs := slices.Collect(maps.Values(want))
+		if g, w := sortedNames(tb.objects()), sortedNames(wantObjs); !slices.Equal(g, w) {
+			t.Fatalf("%s: lists %d pods, want %d (or not each once)", when, len(g), len(w))
 		}
 	}
-	next := 0
+	made := 0
 	add := func() {
-		name := fmt.Sprintf("pod-%d", next)
-		next++
+		name := fmt.Sprintf("pod-%d", made)
+		made++
 		want[name] = podMeta("ns", name, nil)
 		tb.put(name, want[name])
 	}
@@ -162,7 +164,7 @@ func TestPodTableAsAMap(t *testing.T) {
 		}
 	}
 	for range 2000 { // random replacements of a name already held keep one entry
-		name := fmt.Sprintf("pod-%d", next-1-rng.IntN(3000))
+		name := fmt.Sprintf("pod-%d", made-1-rng.IntN(3000))
 		if _, ok := want[name]; ok {
 			want[name] = podMeta("ns", name, map[string]string{"app": "new"})
 			tb.put(name, want[name])
@@ -171,6 +173,10 @@ func TestPodTableAsAMap(t *testing.T) {
 	check("after updates")
 	if _, ok := tb.remove("never"); ok {
 		t.Error("removed a pod never added")
+	}
+	tb.put("", podMeta("ns", "", nil)) // no pod has no name: neither kept nor removed
+	if _, ok := tb.remove(""); ok {
+		t.Error("removed a pod without a name")
 	}
 	for len(want) > 0 {
 		drop()
@@ -184,7 +190,7 @@ func TestPodTableAsAMap(t *testing.T) {
 // TestPodIndexBeforeNextHandler (a review's finding): storage hears of a pod's deletion from the handler after
 // PodIndex, and a build that counts the removal lists the namespace after it; were the namespace's list to change
 // later than storage's count, the build would list a pod deleted and not know it stale. So the next handler finds
-// each change in the lists already, and in the readiness it waits for.
+// each change in the lists already.
 func TestPodIndexBeforeNextHandler(t *testing.T) {
 	inf := newFakePodInformer()
 	var ix *PodIndex
@@ -206,4 +212,15 @@ func TestPodIndexBeforeNextHandler(t *testing.T) {
 	if want := []string{"add listed=true", "delete listed=false"}; !slices.Equal(seen, want) {
 		t.Errorf("the next handler saw %v, want %v", seen, want)
 	}
+}
+
+// sortedNames returns the sorted names of pods' metadata objects.
+func sortedNames(objs []runtime.Object) []string {
+	out := make([]string, 0, len(objs))
+	for _, o := range objs {
+		_, m, _ := podMetadata(o)
+		out = append(out, m.GetName())
+	}
+	slices.Sort(out)
+	return out
 }

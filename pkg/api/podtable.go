@@ -8,9 +8,10 @@ import (
 
 // podTable is one namespace's pods by name: an open-addressing hash table with linear probing, whose deletions move
 // the entries after the freed slot back where their probes would find them (Knuth's Algorithm R), so that no slot
-// is ever left marked deleted. It doubles when three quarters full and halves when an eighth full: its size
-// follows how many pods it holds, never how many came and went, where a Go map keyed by pods grows as they turn
-// over. Every operation costs a few probes, whatever the namespace's size.
+// is ever left marked deleted. An insertion doubles it when three quarters of its slots would be used, a removal
+// halves it when fewer than an eighth are: its size follows how many pods it holds, never how many came and went,
+// where a Go map keyed by pods grows as they turn over. An operation costs a few probes whatever the namespace's
+// size, and a resize, which copies every pod, one in as many operations as the table holds pods.
 type podTable struct {
 	slots []namedPod // a power of two long; a slot without a name is free (a pod always has one)
 	n     int        // pods held
@@ -67,6 +68,9 @@ func (t *podTable) put(name string, obj runtime.Object) {
 
 // remove takes pod name out, and returns the object it held, if any.
 func (t *podTable) remove(name string) (runtime.Object, bool) {
+	if name == "" { // find would take the first free slot for it
+		return nil, false
+	}
 	i, found := t.find(name)
 	if !found {
 		return nil, false

@@ -35,7 +35,7 @@ func TestRunningPodsIndexedByLabel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced, index.HasSynced) {
 		t.Fatal("the pod informer never synced")
 	}
 	names := func(value string) []string {
@@ -87,8 +87,8 @@ func podNames[O any](t *testing.T, objs []O, err error) []string {
 }
 
 // TestPodDeletedByTombstoneKey (a review's finding): a relist's tombstone holds no object when the informer's store
-// could not say what it held; the pod's series are dropped by the tombstone's key, where they were kept, with an
-// error logged, until they went stale.
+// could not say what it held; the pod's series are dropped by the tombstone's key (before, they were kept, with an
+// error logged, until they went stale).
 func TestPodDeletedByTombstoneKey(t *testing.T) {
 	for _, obj := range []any{
 		cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: nil},
