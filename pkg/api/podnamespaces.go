@@ -13,8 +13,9 @@ import (
 // namespacePods holds each namespace's pods, for a namespace's lists and for the namespaces a selection of all of
 // them reads. The informer's namespace index (cache.NamespaceIndex) would hold them too, as a Go map of pod keys a
 // namespace; but a Go map whose keys turn over (pods replaced under new names) fills its tables with deleted slots
-// until they split, and never shrinks: those maps grew by 37 B a pod over two turnovers of 30,000 pods, once
-// (BenchmarkPodInformerTurnover). A podTable's size follows how many pods it holds. Guarded by PodIndex.mu.
+// until they split, and never shrinks: those maps grew once as the pods turned over (BenchmarkPodInformerTurnover;
+// BENCHMARKS.md, "What settled in the first turnovers"). A podTable's size follows how many pods it holds. Guarded
+// by PodIndex.mu.
 type namespacePods map[string]*podTable
 
 // put adds or replaces namespace's pod name.
