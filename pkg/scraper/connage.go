@@ -34,6 +34,6 @@ func (st *nodeState) closeConn(now time.Time, maxAge time.Duration) bool {
 	return !now.Before(st.connDue)
 }
 
-// closed records that the request closeConn asked to close its connection got a response, and so is closed: the next scrape
-// dials afresh and draws the new connection's point.
+// closed records that the request closeConn asked to close its connection got a response, and so is closed: the
+// next scrape dials afresh and draws the new connection's point.
 func (st *nodeState) closed() { st.connDue = time.Time{} }

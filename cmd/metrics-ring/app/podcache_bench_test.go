@@ -124,8 +124,8 @@ func liveHeap() float64 {
 // the cache holds afterwards beyond what it held with its first pods, per pod: -benchtime=1x, 2x, 3x ... give the
 // growth after that many turnovers. The number of pods never changes, so what grows is kept room: Go's maps (the
 // informer's store and its label index; its namespace index, before PodIndex listed namespaces itself) grow when
-// deletions leave them full of tombstones (golang/go#70886), and stop once they have room for the churn. ns/op is the wall time of an iteration's 60,000
-// events, made and handled; -benchtime=Nx sets the turnovers.
+// deletions leave them full of tombstones (golang/go#70886), and stop once they have room for the churn. ns/op is
+// the wall time of an iteration's 60,000 events, made and handled; -benchtime=Nx sets the turnovers.
 func BenchmarkPodInformerTurnover(b *testing.B) {
 	f := newPodFeed(b)
 	before := liveHeap()
